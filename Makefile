@@ -1,0 +1,50 @@
+# docqa: `make run` sets up and serves; `make test` sets up and runs every test.
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.docqa-installed
+
+LLAMA_VERSION := 0.3.36
+# The native build crashes in its AMX kernel on these CPUs; build portable code instead.
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF
+# pip's own cache ignores CMAKE_ARGS, so we keep our wheel in a folder named after the flags.
+LLAMA_WHEELS := $(HOME)/.cache/docqa/wheels/llama-$(LLAMA_VERSION)-$(shell echo '$(LLAMA_CMAKE_ARGS)' | sha256sum | cut -c1-12)
+
+.PHONY: setup run index test test-fast documents clean-venv
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt Makefile
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "docqa needs Python 3.11: install python3.11, or run make PYTHON=/path/to/python3.11"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip wheel
+	@if ! $(PY) -c "import importlib.metadata as m, sys; sys.exit(m.version('llama_cpp_python') != '$(LLAMA_VERSION)')" 2>/dev/null; then \
+	  if ! ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1; then \
+	    echo "Building llama-cpp-python $(LLAMA_VERSION) (portable CPU build, about 4-10 minutes)..."; \
+	    mkdir -p $(LLAMA_WHEELS) && \
+	    CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) wheel --no-cache-dir --no-deps -w $(LLAMA_WHEELS) llama-cpp-python==$(LLAMA_VERSION) || exit 1; \
+	  fi; \
+	  $(PIP) install --no-cache-dir $(LLAMA_WHEELS)/llama_cpp_python-*.whl || exit 1; \
+	fi
+	$(PIP) install --quiet -r requirements.txt
+	$(PY) scripts/smoke_check.py
+	touch $(STAMP)
+
+run: setup
+	$(PY) main.py serve
+
+index: setup
+	$(PY) main.py index
+
+documents: setup
+	$(PY) scripts/make_documents.py
+
+test: setup
+	$(PY) -m pytest
+
+test-fast: setup
+	$(PY) -m pytest -m "not slow and not browser"
+
+clean-venv:
+	rm -rf $(VENV)

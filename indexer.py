@@ -1,0 +1,462 @@
+"""Incremental indexing of the documents folder, driven by a manifest.
+
+The manifest records each file's size, mtime, SHA-256 and chunk ids. On every start only
+new or changed files are converted and embedded, deleted files are removed, and an
+unchanged folder costs a stat per file. A file counts as indexed only once its chunks
+are in both the vector store and the keyword index; the manifest is written atomically
+afterwards, and a start-up check repairs any file a crash left half-done.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from config import Settings
+from document_converter import CONVERTER_VERSION, ConvertedDocument, convert_document, file_sha256, is_supported
+from errors import ConversionError, DocqaError, LockError
+from keyword_index import KeywordIndex
+from text_splitter import Chunk, split_document
+
+log = logging.getLogger(__name__)
+
+SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache", ".pytest_cache", ".tox"}
+MANIFEST_VERSION = 1
+
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+
+
+@dataclass
+class FileRecord:
+    source: str
+    size: int
+    mtime: float
+    sha256: str
+    kind: str = ""
+    title: str = ""
+    chunk_ids: list[str] = field(default_factory=list)
+    indexed_at: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class FailedFile:
+    source: str
+    reason: str
+    size: int = 0
+    mtime: float = 0.0
+
+
+@dataclass
+class Manifest:
+    path: Path
+    files: dict[str, FileRecord] = field(default_factory=dict)
+    failed: dict[str, FailedFile] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    signature: dict[str, Any] = field(default_factory=dict)
+    last_indexed: float = 0.0
+
+    @classmethod
+    def load(cls, path: Path) -> "Manifest":
+        if not path.is_file():
+            return cls(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return cls(
+                path=path,
+                files={k: FileRecord(**v) for k, v in data.get("files", {}).items()},
+                failed={k: FailedFile(**v) for k, v in data.get("failed", {}).items()},
+                skipped=dict(data.get("skipped", {})),
+                signature=dict(data.get("signature", {})),
+                last_indexed=float(data.get("last_indexed", 0.0)),
+            )
+        except (ValueError, TypeError, OSError) as exc:
+            aside = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
+            path.replace(aside)
+            log.warning("Manifest %s was unreadable (%s); kept it as %s and re-indexing everything", path, exc, aside)
+            return cls(path)
+
+    def save(self) -> None:
+        """Write atomically: a temp file, fsync, rename; a crash leaves the old or the new manifest."""
+        data = {
+            "version": MANIFEST_VERSION,
+            "signature": self.signature,
+            "last_indexed": self.last_indexed,
+            "files": {k: asdict(v) for k, v in sorted(self.files.items())},
+            "failed": {k: asdict(v) for k, v in sorted(self.failed.items())},
+            "skipped": dict(sorted(self.skipped.items())),
+        }
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, ensure_ascii=False)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path)
+        try:
+            dir_fd = os.open(self.path.parent, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+        except OSError:
+            pass
+
+    def chunk_count(self) -> int:
+        return sum(len(r.chunk_ids) for r in self.files.values())
+
+
+@dataclass
+class Pending:
+    """A converted and split file waiting for its embeddings."""
+
+    source: str
+    size: int
+    mtime: float
+    sha256: str
+    doc: ConvertedDocument
+    chunks: list[Chunk]
+
+
+@dataclass
+class IndexReport:
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    failed: dict[str, str] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    chunks_embedded: int = 0
+    seconds: float = 0.0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated or self.removed)
+
+    def summary(self) -> str:
+        return (
+            f"{len(self.added)} added, {len(self.updated)} updated, {len(self.removed)} removed, "
+            f"{self.unchanged} unchanged, {len(self.failed)} failed, {len(self.skipped)} skipped; "
+            f"{self.chunks_embedded} chunks embedded in {self.seconds:.1f}s"
+        )
+
+
+def discover_files(docs_dir: Path, max_bytes: int) -> tuple[dict[str, tuple[Path, os.stat_result]], dict[str, str]]:
+    """Every supported file under docs_dir (source -> (path, stat)), and the files skipped with why."""
+    found: dict[str, tuple[Path, os.stat_result]] = {}
+    skipped: dict[str, str] = {}
+    root = docs_dir.resolve()
+    if not root.is_dir():
+        return found, skipped
+    seen_dirs: set[tuple[int, int]] = set()
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        try:
+            st = os.stat(dirpath)
+        except OSError:
+            dirnames[:] = []
+            continue
+        key = (st.st_dev, st.st_ino)
+        real = Path(os.path.realpath(dirpath))
+        if key in seen_dirs or (real != root and root not in real.parents):
+            dirnames[:] = []  # a symlink loop, or a link leading outside the documents folder
+            continue
+        seen_dirs.add(key)
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        for name in sorted(filenames):
+            if name.startswith(".") or name.startswith("~$"):
+                continue
+            path = Path(dirpath) / name
+            source = path.relative_to(root).as_posix()
+            real_file = Path(os.path.realpath(path))
+            if real_file != root and root not in real_file.parents:
+                skipped[source] = "link points outside the documents folder"
+                continue
+            if not is_supported(path):
+                skipped[source] = f"unsupported file type {path.suffix.lower() or '(none)'}"
+                continue
+            try:
+                st = path.stat()
+            except OSError as exc:
+                skipped[source] = f"cannot be read: {exc.strerror or exc}"
+                continue
+            if st.st_size > max_bytes:
+                skipped[source] = f"larger than the {max_bytes / 1e6:.0f} MB limit (MAX_FILE_MB)"
+                continue
+            found[source] = (path, st)
+    return found, skipped
+
+
+class DataLock:
+    """An exclusive lock on the data folder, so two docqa processes never write it at once."""
+
+    def __init__(self, db_dir: Path) -> None:
+        self.path = db_dir / "docqa.lock"
+        self._fh: Any = None
+
+    def acquire(self, wait_s: float = 0.0) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = open(self.path, "a+")
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(self._fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                self._fh.seek(0)
+                self._fh.truncate()
+                self._fh.write(str(os.getpid()))
+                self._fh.flush()
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    self._fh.seek(0)
+                    holder = self._fh.read().strip() or "another process"
+                    self._fh.close()
+                    self._fh = None
+                    raise LockError(
+                        f"The data folder {self.path.parent} is in use by docqa (pid {holder}). "
+                        "Stop that process, or give this one its own folder with --db DIR."
+                    ) from None
+                time.sleep(0.2)
+
+    def release(self) -> None:
+        if self._fh is not None:
+            fcntl.flock(self._fh, fcntl.LOCK_UN)
+            self._fh.close()
+            self._fh = None
+
+
+class Indexer:
+    """Keeps the vector store and keyword index equal to a clean index of the documents folder."""
+
+    def __init__(self, settings: Settings, vectors: Any, keywords: KeywordIndex) -> None:
+        self.settings = settings
+        self.vectors = vectors
+        self.keywords = keywords
+        self.manifest = Manifest.load(settings.manifest_path)
+
+    def signature(self) -> dict[str, Any]:
+        """What, if changed, makes every existing chunk stale."""
+        s = self.settings
+        return {
+            "converter": CONVERTER_VERSION,
+            "chunk_size": s.chunk_size,
+            "chunk_overlap": s.chunk_overlap,
+            "separators": list(s.chunk_separators),
+            "collection": getattr(self.vectors, "collection_name", None),
+        }
+
+    def sync(self, reindex: bool = False, progress: Progress | None = None) -> IndexReport:
+        """Bring the index in line with the folder; only new and changed files are embedded."""
+        started = time.perf_counter()
+        report = IndexReport()
+        s = self.settings
+        signature = self.signature()
+        if self.manifest.signature and self.manifest.signature != signature and not reindex:
+            log.info("Chunking settings or embedding model changed; rebuilding the index")
+            reindex = True
+        if reindex:
+            self._reset()
+        self.manifest.signature = signature
+        self.repair_quick()
+
+        found, skipped = discover_files(s.docs_dir, int(s.max_file_mb * 1e6))
+        self.manifest.skipped = skipped
+        report.skipped = dict(skipped)
+
+        for source in sorted(set(self.manifest.files) - set(found)):
+            self._remove(source)
+            report.removed.append(source)
+            log.info("Removed %s from the index (file deleted)", source)
+        for source in set(self.manifest.failed) - set(found):
+            del self.manifest.failed[source]
+
+        todo: list[tuple[str, Path, os.stat_result, str]] = []
+        for source, (path, st) in found.items():
+            record = self.manifest.files.get(source)
+            failed = self.manifest.failed.get(source)
+            if record and record.size == st.st_size and record.mtime == st.st_mtime:
+                report.unchanged += 1
+                continue
+            if failed and failed.size == st.st_size and failed.mtime == st.st_mtime:
+                report.failed[source] = failed.reason
+                continue
+            try:
+                sha = file_sha256(path)
+            except OSError as exc:
+                self._fail(source, f"cannot be read: {exc.strerror or exc}", st, report)
+                continue
+            if record and record.sha256 == sha:
+                record.mtime, record.size = st.st_mtime, st.st_size  # touched, not changed
+                report.unchanged += 1
+                continue
+            todo.append((source, path, st, sha))
+
+        self._index_files(todo, report, progress)
+        self.manifest.last_indexed = time.time() if (report.changed or not self.manifest.last_indexed) else self.manifest.last_indexed
+        self.manifest.save()
+        report.seconds = time.perf_counter() - started
+        if report.changed or report.failed:
+            log.info("Indexing done: %s", report.summary())
+        return report
+
+    # ------------------------------------------------------------ internals
+
+    def _reset(self) -> None:
+        if self.vectors is not None:
+            self.vectors.reset()
+        self.keywords.reset()
+        self.manifest.files.clear()
+        self.manifest.failed.clear()
+        self.manifest.save()
+
+    def _remove(self, source: str) -> None:
+        if self.vectors is not None:
+            self.vectors.delete_source(source)
+        self.keywords.delete_source(source)
+        self.manifest.files.pop(source, None)
+        self.manifest.save()
+
+    def _fail(self, source: str, reason: str, st: os.stat_result | None, report: IndexReport) -> None:
+        log.warning("Skipped %s: %s", source, reason)
+        report.failed[source] = reason
+        self.manifest.failed[source] = FailedFile(source, reason, st.st_size if st else 0, st.st_mtime if st else 0.0)
+        if source in self.manifest.files:  # a file that used to work and now fails: drop its stale chunks
+            self._remove(source)
+
+    def _index_files(self, todo: list[tuple[str, Path, os.stat_result, str]], report: IndexReport, progress: Progress | None) -> None:
+        s = self.settings
+        total = len(todo)
+        batch: list[Pending] = []
+        batch_chunks = 0
+        for done, (source, path, st, sha) in enumerate(todo, start=1):
+            try:
+                doc = convert_document(path, source, s.cache_dir, sha)
+                chunks = split_document(doc, s.chunk_size, s.chunk_overlap, s.chunk_separators)
+                if not chunks:
+                    raise ConversionError("no text to index")
+            except ConversionError as exc:
+                self._fail(source, str(exc), st, report)
+                continue
+            except OSError as exc:
+                self._fail(source, f"cannot be read: {exc.strerror or exc}", st, report)
+                continue
+            batch.append(Pending(source, st.st_size, st.st_mtime, sha, doc, chunks))
+            batch_chunks += len(chunks)
+            if batch_chunks >= 256:
+                self._store_batch(batch, report)
+                batch, batch_chunks = [], 0
+            if progress:
+                progress("files", done, total)
+        self._store_batch(batch, report)
+
+    def add_converted(self, docs: list[ConvertedDocument], progress: Progress | None = None) -> IndexReport:
+        """Index documents that did not come from the folder (evaluation corpora), same path as files."""
+        report = IndexReport()
+        s = self.settings
+        batch: list[Pending] = []
+        count = 0
+        for done, doc in enumerate(docs, start=1):
+            chunks = split_document(doc, s.chunk_size, s.chunk_overlap, s.chunk_separators)
+            batch.append(Pending(doc.source, 0, 0.0, "", doc, chunks))
+            count += len(chunks)
+            if count >= 512:
+                self._store_batch(batch, report, quiet=True)
+                batch, count = [], 0
+                if progress:
+                    progress("documents", done, len(docs))
+        self._store_batch(batch, report, quiet=True)
+        if progress:
+            progress("documents", len(docs), len(docs))
+        return report
+
+    def _store_batch(self, batch: list[Pending], report: IndexReport, quiet: bool = False) -> None:
+        if not batch:
+            return
+        all_chunks = [c for p in batch for c in p.chunks]
+        embeddings = None
+        if self.vectors is not None:
+            embeddings = self.vectors.embedder.embed_documents([c.embedding_text() for c in all_chunks])
+        # Old chunks of changed files go first; then both stores get the batch; only then
+        # does the manifest say the files are indexed.
+        stale: set[str] = set()
+        for p in batch:
+            old = self.manifest.files.get(p.source)
+            if old:
+                stale |= set(old.chunk_ids) - {c.id for c in p.chunks}
+        if stale:
+            if self.vectors is not None:
+                self.vectors.delete_ids(stale)
+            self.keywords.delete_ids(stale)
+        if self.vectors is not None:
+            self.vectors.add_documents(all_chunks, embeddings)
+        self.keywords.add_chunks(all_chunks)
+        now = time.time()
+        for p in batch:
+            old = self.manifest.files.get(p.source)
+            self.manifest.files[p.source] = FileRecord(
+                source=p.source, size=p.size, mtime=p.mtime, sha256=p.sha256, kind=p.doc.kind,
+                title=p.doc.title, chunk_ids=[c.id for c in p.chunks], indexed_at=now, notes=list(p.doc.notes),
+            )
+            self.manifest.failed.pop(p.source, None)
+            (report.updated if old else report.added).append(p.source)
+            report.chunks_embedded += len(p.chunks)
+            if not quiet:
+                log.info("Indexed %s: %d chunks", p.source, len(p.chunks))
+        self.manifest.save()
+
+    # ------------------------------------------------------------ consistency
+
+    def repair_quick(self) -> None:
+        """At start: if counts disagree (a crash mid-write), repair file by file."""
+        expected = self.manifest.chunk_count()
+        counts = [self.keywords.count()]
+        if self.vectors is not None:
+            counts.append(self.vectors.collection.count())
+        if all(c == expected for c in counts):
+            return
+        problems = self.check()
+        log.warning("Index and manifest disagree (%d problems); repairing", len(problems))
+        self.repair(problems)
+
+    def check(self) -> list[dict[str, Any]]:
+        """Every file whose chunk ids differ between manifest, vector store and keyword index."""
+        manifest_ids = {k: set(v.chunk_ids) for k, v in self.manifest.files.items()}
+        keyword_ids = self.keywords.ids_by_source()
+        stores = {"keyword index": keyword_ids}
+        if self.vectors is not None:
+            stores["vector store"] = self.vectors.ids_by_source()
+        problems = []
+        for name, by_source in stores.items():
+            for source in sorted(set(manifest_ids) | set(by_source)):
+                want, have = manifest_ids.get(source, set()), by_source.get(source, set())
+                if want != have:
+                    problems.append({
+                        "source": source, "store": name,
+                        "missing": len(want - have), "extra": len(have - want),
+                        "in_manifest": source in manifest_ids,
+                    })
+        return problems
+
+    def repair(self, problems: list[dict[str, Any]]) -> list[str]:
+        """Drop the affected files' chunks everywhere and forget them, so the next sync re-indexes them."""
+        sources = sorted({p["source"] for p in problems})
+        keyword_ids = self.keywords.ids_by_source()
+        vector_ids = self.vectors.ids_by_source() if self.vectors is not None else {}
+        for source in sources:
+            ids = keyword_ids.get(source, set()) | vector_ids.get(source, set())
+            ids |= set(self.manifest.files.get(source, FileRecord(source, 0, 0, "")).chunk_ids)
+            if self.vectors is not None:
+                self.vectors.delete_ids(ids)
+            self.keywords.delete_ids(ids)
+            self.manifest.files.pop(source, None)
+        self.manifest.save()
+        return sources
+
+
+def describe_failure(exc: Exception) -> str:
+    return str(exc) if isinstance(exc, DocqaError) else f"{type(exc).__name__}: {exc}"

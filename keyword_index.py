@@ -1,0 +1,286 @@
+"""The keyword side of retrieval: BM25 (bm25s) over the same chunks as the vector store.
+
+Chunks live in a small SQLite table (text, position, pre-computed tokens), which is the
+durable part; the BM25 matrix is derived from it, saved beside it with the table's
+generation number, and rebuilt whenever the two disagree (after any change, or after a
+crash between them). Tokens split `snake_case` and `camelCase` identifiers so a query
+for `parse_config` or `ParseConfig` finds the code that defines it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from errors import StoreError
+from text_splitter import Chunk
+
+log = logging.getLogger(__name__)
+
+_WORD = re.compile(r"\w+")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+
+
+def _stopwords() -> frozenset[str]:
+    try:
+        from bm25s.stopwords import STOPWORDS_EN
+
+        return frozenset(STOPWORDS_EN)
+    except ImportError:  # pragma: no cover - bm25s always ships them
+        return frozenset()
+
+
+STOPWORDS = _stopwords()
+_stemmer_local = threading.local()
+
+
+def _stem(words: list[str]) -> list[str]:
+    stemmer = getattr(_stemmer_local, "stemmer", None)
+    if stemmer is None:
+        import Stemmer
+
+        stemmer = _stemmer_local.stemmer = Stemmer.Stemmer("english")
+    return stemmer.stemWords(words)
+
+
+def split_identifier(word: str) -> list[str]:
+    """`parse_config` -> [parse, config]; `ParseConfig` -> [parse, config]; `HTTPServer` -> [http, server]."""
+    parts: list[str] = []
+    for piece in word.split("_"):
+        parts.extend(p.lower() for p in _CAMEL.findall(piece))
+    return [p for p in parts if p]
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased, stop-word-free, stemmed tokens; identifiers add their parts as well."""
+    words: list[str] = []
+    for match in _WORD.finditer(text):
+        word = match.group()
+        lower = word.lower()
+        if len(word) > 1 and ("_" in word.strip("_") or (not word.isupper() and not word.islower() and not word.istitle())):
+            parts = split_identifier(word)
+            if len(parts) > 1:
+                words.append(lower.strip("_"))
+                words.extend(parts)
+                continue
+        words.append(lower)
+    words = [w for w in words if w not in STOPWORDS and len(w) < 64]
+    return _stem(words) if words else []
+
+
+def _matches(meta: dict[str, Any], where: dict[str, Any] | None) -> bool:
+    if not where:
+        return True
+    for key, wanted in where.items():
+        value = meta.get(key)
+        if isinstance(wanted, (list, tuple, set)):
+            if value not in wanted:
+                return False
+        elif value != wanted:
+            return False
+    return True
+
+
+class KeywordIndex:
+    """Chunks in SQLite plus a BM25 index over their tokens, kept in step on every change."""
+
+    def __init__(self, directory: Path, k1: float = 1.2, b: float = 0.75) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.k1, self.b = k1, b
+        self._lock = threading.RLock()
+        try:
+            self.db = sqlite3.connect(self.directory / "chunks.sqlite", check_same_thread=False)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(
+                """
+                CREATE TABLE IF NOT EXISTS chunks (
+                    id TEXT PRIMARY KEY, source TEXT NOT NULL, ext TEXT NOT NULL,
+                    chunk_index INTEGER NOT NULL, text TEXT NOT NULL, tokens TEXT NOT NULL,
+                    meta TEXT NOT NULL);
+                CREATE INDEX IF NOT EXISTS chunks_source ON chunks(source);
+                CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                """
+            )
+            self.db.commit()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"The keyword index in {self.directory} is unreadable ({exc}) — "
+                "run `python main.py index --reindex` to rebuild it."
+            ) from exc
+        self._bm25: Any = None
+        self._ids: list[str] = []
+        self._meta: list[dict[str, Any]] = []
+        self._loaded_generation = -1
+
+    # ------------------------------------------------------------ writes
+
+    def _bump(self) -> None:
+        self.db.execute(
+            "INSERT INTO state(key, value) VALUES('generation', '1') "
+            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+        )
+
+    def generation(self) -> int:
+        row = self.db.execute("SELECT value FROM state WHERE key='generation'").fetchone()
+        return int(row[0]) if row else 0
+
+    def add_chunks(self, chunks: list[Chunk]) -> int:
+        if not chunks:
+            return 0
+        rows = []
+        for c in chunks:
+            meta = {
+                "title": c.title, "page": c.page, "start_line": c.start_line,
+                "end_line": c.end_line, "heading_path": c.heading_path,
+            }
+            rows.append(
+                (c.id, c.source, Path(c.source).suffix.lower().lstrip("."), c.chunk_index, c.text,
+                 " ".join(tokenize(f"{c.title}\n{c.embedding_text()}")), json.dumps(meta, ensure_ascii=False))
+            )
+        with self._lock:
+            self.db.executemany("INSERT OR REPLACE INTO chunks VALUES (?,?,?,?,?,?,?)", rows)
+            self._bump()
+            self.db.commit()
+        return len(rows)
+
+    def delete_source(self, source: str) -> int:
+        with self._lock:
+            cur = self.db.execute("DELETE FROM chunks WHERE source = ?", (source,))
+            self._bump()
+            self.db.commit()
+            return cur.rowcount
+
+    def delete_ids(self, ids: Iterable[str]) -> int:
+        ids = list(ids)
+        with self._lock:
+            n = 0
+            for start in range(0, len(ids), 500):
+                part = ids[start : start + 500]
+                cur = self.db.execute(f"DELETE FROM chunks WHERE id IN ({','.join('?' * len(part))})", part)
+                n += cur.rowcount
+            self._bump()
+            self.db.commit()
+            return n
+
+    def reset(self) -> None:
+        with self._lock:
+            self.db.execute("DELETE FROM chunks")
+            self._bump()
+            self.db.commit()
+
+    # ------------------------------------------------------------ reads
+
+    def count(self) -> int:
+        return int(self.db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
+
+    def ids_by_source(self) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {}
+        for cid, source in self.db.execute("SELECT id, source FROM chunks"):
+            out.setdefault(source, set()).add(cid)
+        return out
+
+    def get_chunks(self, ids: list[str]) -> dict[str, Chunk]:
+        out: dict[str, Chunk] = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            rows = self.db.execute(
+                f"SELECT id, source, chunk_index, text, meta FROM chunks WHERE id IN ({','.join('?' * len(part))})",
+                part,
+            )
+            for cid, source, index, text, meta in rows:
+                m = json.loads(meta)
+                out[cid] = Chunk(
+                    id=cid, text=text, source=source, title=m.get("title", ""), chunk_index=index,
+                    page=m.get("page"), start_line=m.get("start_line"), end_line=m.get("end_line"),
+                    heading_path=m.get("heading_path") or [],
+                )
+        return out
+
+    def chunks_of_source(self, source: str) -> list[Chunk]:
+        ids = [r[0] for r in self.db.execute("SELECT id FROM chunks WHERE source = ? ORDER BY chunk_index", (source,))]
+        found = self.get_chunks(ids)
+        return [found[i] for i in ids if i in found]
+
+    # ------------------------------------------------------------ BM25
+
+    def _ensure_fresh(self) -> None:
+        generation = self.generation()
+        if self._loaded_generation == generation and self._bm25 is not None:
+            return
+        with self._lock:
+            generation = self.generation()
+            if not self._load_saved(generation):
+                self._rebuild(generation)
+
+    def _load_saved(self, generation: int) -> bool:
+        import bm25s
+
+        folder = self.directory / "bm25"
+        state_file = folder / "docqa_state.json"
+        try:
+            state = json.loads(state_file.read_text())
+            if state.get("generation") != generation:
+                return False
+            self._bm25 = bm25s.BM25.load(str(folder), mmap=False) if state["ids"] else None
+            self._ids = state["ids"]
+            self._meta = state["meta"]
+            self._loaded_generation = generation
+            return True
+        except (OSError, ValueError, KeyError):
+            return False
+
+    def _rebuild(self, generation: int) -> None:
+        import bm25s
+
+        ids, tokens, meta = [], [], []
+        for cid, source, ext, toks in self.db.execute("SELECT id, source, ext, tokens FROM chunks ORDER BY rowid"):
+            ids.append(cid)
+            tokens.append(toks.split() or ["\x00empty"])
+            meta.append({"source": source, "ext": ext})
+        model = None
+        if ids:
+            model = bm25s.BM25(k1=self.k1, b=self.b)
+            model.index(tokens, show_progress=False)
+        self._bm25, self._ids, self._meta = model, ids, meta
+        self._loaded_generation = generation
+        folder = self.directory / "bm25"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            if model is not None:
+                model.save(str(folder))
+            tmp = folder / "docqa_state.json.tmp"
+            tmp.write_text(json.dumps({"generation": generation, "ids": ids, "meta": meta}))
+            tmp.replace(folder / "docqa_state.json")
+        except OSError as exc:  # the index still works from memory; it is rebuilt next start
+            log.warning("Could not save the BM25 index in %s: %s", folder, exc)
+        log.debug("Rebuilt BM25 index over %d chunks", len(ids))
+
+    def search(self, query: str, k: int, where: dict[str, Any] | None = None) -> list[tuple[str, float]]:
+        """The k best (chunk id, BM25 score) pairs for the query; only chunks with a score > 0."""
+        with self._lock:
+            self._ensure_fresh()
+            model, ids, meta = self._bm25, self._ids, self._meta
+        if model is None:
+            return []
+        q = [t for t in tokenize(query) if t in model.vocab_dict]
+        if not q:
+            return []
+        scores = np.asarray(model.get_scores(q), dtype=np.float32)
+        if where:
+            mask = np.fromiter((_matches(m, where) for m in meta), dtype=bool, count=len(meta))
+            scores = np.where(mask, scores, 0.0)
+        k = min(k, int((scores > 0).sum()))
+        if k <= 0:
+            return []
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.argsort(-scores[top])]
+        return [(ids[i], float(scores[i])) for i in top]

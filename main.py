@@ -1,0 +1,264 @@
+"""docqa command line: index, ask, serve, stats, config, check, eval.
+
+A thin layer over RAGSystem: it parses flags into settings, calls the API, and turns
+docqa's errors into one-line messages with the fix (exit status 2), never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import Any
+
+from config import describe_settings, load_settings
+from errors import DocqaError
+
+log = logging.getLogger("docqa")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--docs", metavar="DIR", help="documents folder (DOCS_DIR)")
+    common.add_argument("--db", metavar="DIR", help="data folder for the index (DB_DIR)")
+    common.add_argument("--log-level", metavar="LEVEL", help="DEBUG, INFO, WARNING or ERROR (LOG_LEVEL)")
+
+    parser = argparse.ArgumentParser(
+        prog="python main.py",
+        description="docqa: ask questions about your own documents, answered locally with citations.",
+        parents=[common],
+    )
+    sub = parser.add_subparsers(dest="command")
+
+    serve = sub.add_parser("serve", parents=[common], help="index incrementally, then serve the web UI (default)")
+    serve.add_argument("--host", help="address to listen on (GRADIO_SERVER_NAME)")
+    serve.add_argument("--port", type=int, help="port (GRADIO_SERVER_PORT)")
+    serve.add_argument("--reindex", action="store_true", help="rebuild the index from scratch first")
+
+    index = sub.add_parser("index", parents=[common], help="index the documents folder, then exit")
+    index.add_argument("--reindex", action="store_true", help="rebuild the index from scratch")
+
+    ask = sub.add_parser("ask", parents=[common], help="answer one question and print its sources")
+    ask.add_argument("question")
+    ask.add_argument("--k", type=int, help="passages to use (TOP_K)")
+    ask.add_argument("--json", action="store_true", help="print one JSON object")
+    ask.add_argument("--where", action="append", metavar="FIELD=VALUE", help="filter: source=FILE or ext=pdf (repeatable)")
+    ask.add_argument("--mode", choices=["hybrid", "vector", "bm25"], help="retrieval mode (RETRIEVAL_MODE)")
+    ask.add_argument("--no-index", action="store_true", help="skip the incremental index update before answering")
+
+    stats = sub.add_parser("stats", parents=[common], help="what is indexed, what failed and why")
+    stats.add_argument("--json", action="store_true")
+
+    sub.add_parser("config", parents=[common], help="print the effective settings and where each came from")
+
+    check = sub.add_parser("check", parents=[common], help="compare manifest, vector store and keyword index")
+    check.add_argument("--repair", action="store_true", help="re-index only the affected files")
+    check.add_argument("--json", action="store_true")
+
+    ev = sub.add_parser("eval", parents=[common], help="measure retrieval (BEIR) or answers (QA file)")
+    ev.add_argument("--beir", metavar="DIR", help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv")
+    ev.add_argument("--split", default="train", help="qrels split (train or test)")
+    ev.add_argument("--qa", metavar="FILE", help="QA file in the format of thinkpython/dev.jsonl")
+    ev.add_argument("--k", type=int, default=5, help="sources per question for --qa")
+    ev.add_argument("--answers", action="store_true", help="also generate and score answers (--qa)")
+    ev.add_argument("--mode", choices=["hybrid", "vector", "bm25"], help="retrieval mode")
+    ev.add_argument("--limit", type=int, help="use only the first N queries or documents (quick runs)")
+    ev.add_argument("--json", action="store_true")
+    return parser
+
+
+def parse_where(items: list[str] | None) -> dict[str, Any] | None:
+    if not items:
+        return None
+    where: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or key not in ("source", "ext"):
+            raise DocqaError(f"--where {item!r}: use source=FILE or ext=TYPE (e.g. --where ext=pdf)")
+        value = value.lstrip(".") if key == "ext" else value
+        if key in where:
+            existing = where[key] if isinstance(where[key], list) else [where[key]]
+            where[key] = existing + [value]
+        else:
+            where[key] = value
+    return where
+
+
+def settings_from_args(args: argparse.Namespace) -> Any:
+    overrides = {
+        "docs_dir": args.docs,
+        "db_dir": args.db,
+        "log_level": args.log_level,
+        "gradio_server_name": getattr(args, "host", None),
+        "gradio_server_port": getattr(args, "port", None),
+        "retrieval_mode": getattr(args, "mode", None) if args.command == "ask" else None,
+    }
+    return load_settings(overrides={k: v for k, v in overrides.items() if v is not None})
+
+
+def setup_logging(level: str) -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        datefmt="%H:%M:%S",
+        stream=sys.stderr,
+    )
+    for noisy in ("httpx", "chromadb", "sentence_transformers", "urllib3", "httpcore"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def progress_bar() -> Any:
+    """A tqdm progress callback for indexing (files done / total)."""
+    from tqdm import tqdm
+
+    bars: dict[str, Any] = {}
+
+    def update(stage: str, done: int, total: int) -> None:
+        bar = bars.get(stage)
+        if bar is None:
+            bar = bars[stage] = tqdm(total=total, desc=f"Indexing {stage}", unit="file", file=sys.stderr, leave=True)
+        bar.n = done
+        bar.refresh()
+        if done >= total:
+            bar.close()
+
+    return update
+
+
+def cmd_index(rag: Any, args: argparse.Namespace) -> int:
+    report = rag.index(reindex=args.reindex, progress=progress_bar())
+    print(f"Indexed: {report.summary()}")
+    for source, reason in sorted(report.failed.items()):
+        print(f"  failed: {source}: {reason}")
+    stats = rag.stats()
+    print(f"{stats['files']} files, {stats['chunks']} chunks in the index.")
+    return 0
+
+
+def format_source(n: int, source: dict[str, Any]) -> str:
+    where = ""
+    if source["pages"]:
+        pages = source["pages"]
+        where = f", page {pages[0]}" if len(pages) == 1 else f", pages {pages[0]}-{pages[-1]}"
+    elif source["lines"]:
+        where = f", lines {source['lines'][0]}-{source['lines'][1]}"
+    heading = f" [{' > '.join(source['heading_path'])}]" if source["heading_path"] else ""
+    found = ", ".join(f"{k} #{v}" for k, v in sorted(source["found_by"].items()))
+    snippet = " ".join(source["text"].split())[:160]
+    return f"[{n}] {source['source']}{where}{heading}  score {source['score']:.4f} ({found})\n    {snippet}"
+
+
+def cmd_ask(rag: Any, args: argparse.Namespace) -> int:
+    if not args.no_index:
+        rag.index()
+    where = parse_where(args.where)
+    if args.json:
+        answer = rag.ask(args.question, k=args.k, where=where)
+        print(json.dumps(answer.to_json(), ensure_ascii=False, indent=2))
+        return 0 if not answer.error else 1
+    printed = 0
+    answer = None
+    for answer in rag.stream_answer(args.question, k=args.k, where=where):
+        sys.stdout.write(answer.text[printed:])
+        sys.stdout.flush()
+        printed = len(answer.text)
+    if answer is None:
+        return 1
+    if not answer.text.endswith("\n"):
+        print()
+    print(f"\n— {answer.model or 'no model'}\n\nSources:")
+    for n, source in enumerate(answer.sources_json(), start=1):
+        print(format_source(n, source))
+    return 0 if not answer.error else 1
+
+
+def cmd_stats(rag: Any, args: argparse.Namespace) -> int:
+    stats = rag.stats()
+    if args.json:
+        print(json.dumps(stats, indent=2, ensure_ascii=False))
+        return 0
+    for key, value in stats.items():
+        if isinstance(value, dict):
+            print(f"{key}: {len(value) if key in ('failed', 'skipped') else ''}")
+            for k, v in value.items():
+                print(f"  {k}: {v}")
+        else:
+            print(f"{key}: {value}")
+    return 0
+
+
+def cmd_check(rag: Any, args: argparse.Namespace) -> int:
+    problems = rag.indexer.check()
+    repaired: list[str] = []
+    if problems and args.repair:
+        repaired = rag.indexer.repair(problems)
+        rag.index()
+    if args.json:
+        print(json.dumps({"consistent": not problems, "problems": problems, "repaired": repaired}, indent=2))
+    elif not problems:
+        print("Consistent: manifest, vector store and keyword index agree for every file.")
+    else:
+        for p in problems:
+            print(f"{p['source']}: {p['store']} has {p['missing']} missing and {p['extra']} extra chunks")
+        if repaired:
+            print(f"Re-indexed {len(repaired)} file(s): {', '.join(repaired)}")
+        else:
+            print("Run `python main.py check --repair` to re-index the affected files.")
+    return 1 if problems else 0
+
+
+def cmd_config(settings: Any) -> int:
+    rows = describe_settings(settings)
+    width = max(len(r[0]) for r in rows)
+    for name, value, origin in rows:
+        print(f"{name:<{width}}  {value!s:<40}  ({origin})")
+    return 0
+
+
+def cmd_serve(rag: Any, args: argparse.Namespace) -> int:
+    from web_ui import serve
+
+    rag.index(reindex=args.reindex, progress=progress_bar())
+    serve(rag)
+    return 0
+
+
+def cmd_eval(settings: Any, args: argparse.Namespace) -> int:
+    from evaluation import run_eval_command
+
+    return run_eval_command(settings, args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.command = args.command or "serve"
+    for name in ("reindex", "host", "port"):
+        if not hasattr(args, name):
+            setattr(args, name, False if name == "reindex" else None)
+    rag = None
+    try:
+        settings = settings_from_args(args)
+        setup_logging(settings.log_level)
+        if args.command == "config":
+            return cmd_config(settings)
+        if args.command == "eval":
+            return cmd_eval(settings, args)
+        from rag_system import RAGSystem
+
+        rag = RAGSystem(settings)
+        handler = {"serve": cmd_serve, "index": cmd_index, "ask": cmd_ask, "stats": cmd_stats, "check": cmd_check}
+        return handler[args.command](rag, args)
+    except DocqaError as exc:
+        print(f"docqa: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        if rag is not None:
+            rag.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,187 @@
+"""Hybrid retrieval: vector and BM25 rankings fused, then shaped into context for the prompt.
+
+Vector search finds paraphrases and misses exact names; BM25 finds names and misses
+paraphrases. Fusing their rankings beats both. The context step then keeps one long
+file from crowding out the others and merges neighbouring chunks of a file, so the
+model sees one coherent passage instead of two overlapping fragments.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from config import Settings
+from keyword_index import KeywordIndex
+from text_splitter import Chunk
+
+log = logging.getLogger(__name__)
+
+Where = dict[str, Any]
+
+
+@dataclass
+class Passage:
+    """One or more adjacent chunks of one file, with how they were found."""
+
+    chunks: list[Chunk]
+    score: float
+    found_by: dict[str, int] = field(default_factory=dict)  # retriever -> 1-based rank
+
+    @property
+    def first(self) -> Chunk:
+        return self.chunks[0]
+
+    @property
+    def source(self) -> str:
+        return self.first.source
+
+    @property
+    def pages(self) -> list[int]:
+        return sorted({c.page for c in self.chunks if c.page is not None})
+
+    @property
+    def page(self) -> int | None:
+        return self.pages[0] if self.pages else None
+
+    @property
+    def lines(self) -> tuple[int, int] | None:
+        spans = [c.lines for c in self.chunks if c.lines]
+        if not spans:
+            return None
+        return (min(s[0] for s in spans), max(s[1] for s in spans))
+
+    @property
+    def heading_path(self) -> list[str]:
+        return self.first.heading_path
+
+    @property
+    def text(self) -> str:
+        out = self.chunks[0].text
+        for chunk in self.chunks[1:]:
+            out = join_overlapping(out, chunk.text)
+        return out
+
+    @property
+    def location(self) -> str:
+        pages = self.pages
+        if pages:
+            return f"page {pages[0]}" if len(pages) == 1 else f"pages {pages[0]}-{pages[-1]}"
+        if self.lines:
+            return f"lines {self.lines[0]}-{self.lines[1]}"
+        return " > ".join(self.heading_path)
+
+    @property
+    def label(self) -> str:
+        where = self.location
+        return f"{self.source}, {where}" if where else self.source
+
+
+def join_overlapping(a: str, b: str, max_overlap: int = 2000) -> str:
+    """Concatenate two neighbouring chunks, dropping the text they share (the splitter overlap)."""
+    limit = min(len(a), len(b), max_overlap)
+    for size in range(limit, 10, -1):
+        if a.endswith(b[:size]):
+            return a + b[size:]
+    return a + "\n" + b
+
+
+def reciprocal_rank_fusion(
+    rankings: dict[str, list[str]], weights: dict[str, float], k: int = 60
+) -> list[tuple[str, float, dict[str, int]]]:
+    """Weighted RRF: score(d) = sum_r w_r / (k + rank_r(d)). Returns (id, score, ranks) best first."""
+    scores: dict[str, float] = {}
+    ranks: dict[str, dict[str, int]] = {}
+    for name, ids in rankings.items():
+        weight = weights.get(name, 1.0)
+        for rank, cid in enumerate(ids, start=1):
+            scores[cid] = scores.get(cid, 0.0) + weight / (k + rank)
+            ranks.setdefault(cid, {})[name] = rank
+    ordered = sorted(scores, key=lambda c: scores[c], reverse=True)
+    return [(cid, scores[cid], ranks[cid]) for cid in ordered]
+
+
+class Retriever:
+    """Answers "which chunks fit this question" with vectors, BM25, or both fused."""
+
+    def __init__(self, settings: Settings, vectors: Any, keywords: KeywordIndex) -> None:
+        self.settings = settings
+        self.vectors = vectors  # a VectorStore, or None when embeddings are unavailable
+        self.keywords = keywords
+
+    def rank(self, question: str, mode: str | None = None, where: Where | None = None, depth: int | None = None) -> list[tuple[str, float, dict[str, int]]]:
+        """Fused (chunk id, score, ranks) for the question, best first."""
+        s = self.settings
+        mode = mode or s.retrieval_mode
+        if self.vectors is None and mode != "bm25":
+            mode = "bm25"
+        depth = depth or max(s.candidate_k, s.top_k)
+        rankings: dict[str, list[str]] = {}
+        if mode in ("hybrid", "vector"):
+            rankings["vector"] = [h.id for h in self.vectors.retrieve_context(question, depth, where)]
+        if mode in ("hybrid", "bm25"):
+            rankings["bm25"] = [cid for cid, _ in self.keywords.search(question, depth, where)]
+        weights = {"vector": s.vector_weight, "bm25": s.bm25_weight}
+        return reciprocal_rank_fusion(rankings, weights, s.rrf_k)
+
+    def retrieve(self, question: str, k: int | None = None, where: Where | None = None, mode: str | None = None) -> list[Passage]:
+        """The passages for the prompt: fused, capped per file, neighbours merged, best first."""
+        started = time.perf_counter()
+        k = k or self.settings.top_k
+        ranked = self.rank(question, mode=mode, where=where)
+        chunks = self.keywords.get_chunks([cid for cid, _, _ in ranked[: max(k * 4, 20)]])
+        candidates = [Passage([chunks[cid]], score, found) for cid, score, found in ranked if cid in chunks]
+        chosen = cap_per_file(candidates, k, self.settings.max_chunks_per_file)
+        passages = merge_neighbours(chosen)
+        log.debug("Retrieved %d passages in %.0f ms", len(passages), (time.perf_counter() - started) * 1000)
+        return passages
+
+
+def cap_per_file(candidates: list[Passage], k: int, cap: int) -> list[Passage]:
+    """Take the best k, at most `cap` per file while other files still have candidates."""
+    if cap <= 0:
+        return candidates[:k]
+    chosen: list[Passage] = []
+    held: list[Passage] = []
+    per_file: dict[str, int] = {}
+    for p in candidates:
+        if len(chosen) >= k:
+            break
+        if per_file.get(p.source, 0) >= cap:
+            held.append(p)
+            continue
+        per_file[p.source] = per_file.get(p.source, 0) + 1
+        chosen.append(p)
+    if len(chosen) < k:  # only one or two files match: use their further chunks after all
+        chosen.extend(held[: k - len(chosen)])
+        chosen.sort(key=lambda p: p.score, reverse=True)
+    return chosen
+
+
+def merge_neighbours(passages: list[Passage]) -> list[Passage]:
+    """Merge passages of the same file whose chunks are adjacent; keep the best score and rank order."""
+    merged: list[Passage] = []
+    by_source: dict[str, list[Passage]] = {}
+    for p in passages:
+        group = by_source.setdefault(p.source, [])
+        for other in group:
+            indexes = {c.chunk_index for c in other.chunks}
+            if any(abs(c.chunk_index - i) <= 1 for c in p.chunks for i in indexes) and _same_place(other, p):
+                other.chunks = sorted(other.chunks + p.chunks, key=lambda c: c.chunk_index)
+                for name, rank in p.found_by.items():
+                    other.found_by[name] = min(rank, other.found_by.get(name, rank))
+                break
+        else:
+            fresh = Passage(list(p.chunks), p.score, dict(p.found_by))
+            group.append(fresh)
+            merged.append(fresh)
+    return merged
+
+
+def _same_place(a: Passage, b: Passage) -> bool:
+    """Chunks on pages far apart are not neighbours even if their indexes are."""
+    if a.pages and b.pages:
+        return abs(a.pages[0] - b.pages[0]) <= 1 or abs(a.pages[-1] - b.pages[-1]) <= 1
+    return True

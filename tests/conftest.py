@@ -1,0 +1,62 @@
+"""Shared fixtures: every test runs with its own settings, data folder and config files."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+SHARED_EVAL = ROOT.parent / "shared" / "eval"
+THINKPYTHON_PDF = SHARED_EVAL / "thinkpython" / "thinkpython2.pdf"
+THINKPYTHON_QA = SHARED_EVAL / "thinkpython" / "dev.jsonl"
+SCIFACT = SHARED_EVAL / "scifact"
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path_factory, monkeypatch):
+    """No user-wide or project .env leaks into a test; a Chroma server only when asked for."""
+    home = tmp_path_factory.mktemp("xdg")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
+    monkeypatch.setenv("DOCQA_ENV_FILE", str(home / "no-project.env"))
+    monkeypatch.setenv("LLM_BACKEND", "llamacpp")
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")  # nothing listens there
+    if not os.environ.get("DOCQA_TEST_CHROMA_HOST"):
+        monkeypatch.delenv("CHROMA_HOST", raising=False)
+    else:
+        monkeypatch.setenv("CHROMA_HOST", os.environ["DOCQA_TEST_CHROMA_HOST"])
+        monkeypatch.setenv("CHROMA_PORT", os.environ.get("DOCQA_TEST_CHROMA_PORT", "8000"))
+    for name in ("DOCS_DIR", "DB_DIR", "RETRIEVAL_MODE", "TOP_K", "EMBEDDING_MODEL", "LLAMACPP_MODEL_PATH"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def make_settings(tmp_path):
+    """Settings for a test: its own documents and data folders; keyword overrides win."""
+    from config import load_settings
+
+    def build(**overrides):
+        overrides.setdefault("docs_dir", tmp_path / "documents")
+        overrides.setdefault("db_dir", tmp_path / "data")
+        Path(overrides["docs_dir"]).mkdir(parents=True, exist_ok=True)
+        return load_settings(overrides=overrides)
+
+    return build
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    """The real packaged all-MiniLM-L6-v2, loaded once for the whole run."""
+    from vector_store import Embedder
+
+    return Embedder()
+
+
+def require(path: Path) -> Path:
+    if not path.exists():
+        pytest.fail(f"{path} is missing: the evaluation data must sit at ../shared/eval beside the checkout")
+    return path

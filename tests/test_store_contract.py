@@ -1,0 +1,149 @@
+"""One contract for every vector store: the embedded Chroma and a real `chroma run` server.
+
+The server is the one CI starts (DOCQA_TEST_CHROMA_HOST/PORT), or one this module starts
+on a free loopback port.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from document_converter import ConvertedDocument, Section
+from text_splitter import split_document
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for(url: str, proc: subprocess.Popen | None, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            pytest.fail(f"chroma run exited with {proc.returncode}: {proc.stderr.read().decode()[-2000:]}")
+        try:
+            urllib.request.urlopen(url, timeout=1)
+            return
+        except OSError:
+            time.sleep(0.5)
+    pytest.fail(f"Chroma server at {url} did not answer within {seconds}s")
+
+
+@pytest.fixture(scope="module")
+def chroma_server(tmp_path_factory):
+    host = os.environ.get("DOCQA_TEST_CHROMA_HOST")
+    if host:
+        port = int(os.environ.get("DOCQA_TEST_CHROMA_PORT", "8000"))
+        _wait_for(f"http://{host}:{port}/api/v2/heartbeat", None)
+        yield host, port
+        return
+    chroma = Path(sys.executable).with_name("chroma")
+    if not chroma.exists():
+        pytest.fail("the `chroma` command is missing from the virtualenv: run `make setup`")
+    port = _free_port()
+    path = tmp_path_factory.mktemp("chroma-server")
+    proc = subprocess.Popen(
+        [str(chroma), "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        _wait_for(f"http://127.0.0.1:{port}/api/v2/heartbeat", proc)
+        yield "127.0.0.1", port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(params=["embedded", pytest.param("server", marks=pytest.mark.chroma_server)])
+def store(request, make_settings, embedder):
+    from vector_store import VectorStore
+
+    if request.param == "server":
+        host, port = request.getfixturevalue("chroma_server")
+        settings = make_settings(chroma_host=host, chroma_port=port, collection_name=f"t{time.time_ns()}")
+    else:
+        settings = make_settings()
+    vs = VectorStore(settings, embedder)
+    yield vs
+    vs.drop()
+
+
+def _doc(source: str, paragraphs: list[str]) -> ConvertedDocument:
+    return ConvertedDocument(source=source, title=source, kind="text", sections=[Section(text="\n\n".join(paragraphs), start_line=1)])
+
+
+def _chunks(source: str, paragraphs: list[str]):
+    return split_document(_doc(source, paragraphs), chunk_size=200, chunk_overlap=40)
+
+
+def test_added_chunks_are_found_by_meaning(store):
+    store.add_documents(_chunks("pets.txt", ["Cats purr when they are content and sleep most of the day."]))
+    store.add_documents(_chunks("cars.txt", ["A diesel engine ignites fuel by compressing air in the cylinder."]))
+    hits = store.retrieve_context("Why does my kitten make a rumbling sound?", k=2)
+    assert hits[0].id in store.ids_for_source("pets.txt")
+    assert 0.0 < hits[0].score <= 1.0
+
+
+def test_adding_the_same_chunks_twice_does_not_duplicate(store):
+    chunks = _chunks("a.txt", ["alpha " * 30, "beta " * 30, "gamma " * 30])
+    store.add_documents(chunks)
+    store.add_documents(chunks)
+    assert store.get_collection_stats()["chunks"] == len(chunks)
+
+
+def test_delete_source_removes_only_that_file(store):
+    store.add_documents(_chunks("keep.txt", ["This file stays in the index."]))
+    store.add_documents(_chunks("drop.txt", ["This file is deleted from the index."]))
+    assert store.delete_source("drop.txt") == 1
+    assert set(store.ids_by_source()) == {"keep.txt"}
+
+
+def test_where_filter_limits_results_to_one_file(store):
+    store.add_documents(_chunks("one.md", ["Rivers flow to the sea."]))
+    store.add_documents(_chunks("two.txt", ["Rivers carry sediment downstream."]))
+    hits = store.retrieve_context("rivers", k=5, where={"source": "two.txt"})
+    assert [h.id for h in hits] == store.ids_for_source("two.txt")
+    hits = store.retrieve_context("rivers", k=5, where={"ext": ["md"]})
+    assert [h.id for h in hits] == store.ids_for_source("one.md")
+
+
+def test_collection_records_model_and_dimension(store):
+    stats = store.get_collection_stats()
+    assert stats["embedding_model"] == "all-MiniLM-L6-v2"
+    assert stats["dimension"] == 384
+    assert store.collection.metadata["dimension"] == 384
+    assert store.collection_name.endswith(store.embedder.fingerprint())
+
+
+@pytest.mark.chroma_server
+def test_rag_system_indexes_and_answers_retrieval_against_the_server(make_settings, chroma_server, tmp_path):
+    from rag_system import RAGSystem
+
+    host, port = chroma_server
+    settings = make_settings(chroma_host=host, chroma_port=port, collection_name=f"rag{time.time_ns()}")
+    (settings.docs_dir / "notes.md").write_text("# Garden\n\nTomatoes need six hours of sun a day.\n", encoding="utf-8")
+    rag = RAGSystem(settings)
+    try:
+        report = rag.index()
+        assert report.added == ["notes.md"]
+        passages = rag.retrieve_context("How much sun do tomatoes need?", k=3)
+        assert passages and passages[0].source == "notes.md"
+        assert rag.indexer.check() == []
+        assert rag.index().chunks_embedded == 0
+    finally:
+        rag.vectors.drop()
+        rag.close()

