@@ -23,7 +23,7 @@ from errors import ConversionError
 log = logging.getLogger(__name__)
 
 # Bump when conversion output changes, so cached conversions are redone.
-CONVERTER_VERSION = 1
+CONVERTER_VERSION = 2
 
 MARKDOWN_EXTENSIONS = {".md", ".markdown", ".mdx", ".rst"}
 TEXT_EXTENSIONS = {
@@ -141,6 +141,9 @@ def convert_pdf_to_markdown(path: Path, source: str) -> ConvertedDocument:
     with pdf:
         if pdf.needs_pass:
             raise ConversionError("encrypted PDF: it needs a password; save an unencrypted copy to index it")
+        if pdf.is_repaired and not _ends_with_eof_marker(path):
+            # PyMuPDF recovers what it can from a cut-off file; indexing half a document silently is worse.
+            raise ConversionError("incomplete PDF: the file ends early (truncated download or copy?); replace it with a complete copy")
         pages = [_page_lines(page.get_text("dict", flags=pymupdf.TEXTFLAGS_TEXT)["blocks"]) for page in pdf]
         meta_title = ((pdf.metadata or {}).get("title") or "").strip()
     pages = _drop_running_lines(pages)
@@ -173,7 +176,7 @@ def convert_pdf_to_markdown(path: Path, source: str) -> ConvertedDocument:
                     path_stack.append((level, text))
                     out.append(f"{'#' * level} {text}")
             else:
-                para.append(text)
+                para.append(_escape_heading_marker(text))
             last_block, last_level = block_no, level
         if para:
             out.append(_join_pdf_lines(para))
@@ -186,6 +189,18 @@ def convert_pdf_to_markdown(path: Path, source: str) -> ConvertedDocument:
 
 
 PdfLine = tuple[int, str, float]  # (block number, text, dominant font size)
+
+
+def _ends_with_eof_marker(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        fh.seek(0, 2)
+        fh.seek(max(0, fh.tell() - 1024))
+        return b"%%EOF" in fh.read()
+
+
+def _escape_heading_marker(line: str) -> str:
+    """Body text starting with '#' (a Python comment in a code sample) must not read as a markdown heading."""
+    return "\\" + line if line.startswith("#") else line
 
 
 def _page_lines(blocks: list[dict]) -> list[PdfLine]:
@@ -334,7 +349,7 @@ def _docx_paragraph(paragraph, heading_shift: int) -> str:
     numbered = paragraph._p.pPr is not None and paragraph._p.pPr.numPr is not None
     if "List" in style or numbered:
         return f"- {text}"
-    return text
+    return _escape_heading_marker(text)
 
 
 def _docx_table(table) -> str:
@@ -377,14 +392,15 @@ def decode_text(raw: bytes) -> tuple[str, str, list[str]]:
     except UnicodeDecodeError:
         pass
     encoding = "cp1252"
-    try:
-        from charset_normalizer import from_bytes
+    if not _looks_western(raw):
+        try:
+            from charset_normalizer import from_bytes
 
-        best = from_bytes(raw[:200_000]).best()
-        if best is not None and best.encoding:
-            encoding = best.encoding
-    except ImportError:
-        pass
+            best = from_bytes(raw[:200_000]).best()
+            if best is not None and best.encoding:
+                encoding = best.encoding
+        except ImportError:
+            pass
     try:
         text = raw.decode(encoding)
     except (UnicodeDecodeError, LookupError):
@@ -392,6 +408,21 @@ def decode_text(raw: bytes) -> tuple[str, str, list[str]]:
     note = f"not valid UTF-8; decoded as {encoding} (legacy 8-bit text)"
     log.info("%s", note)
     return text, encoding, [note]
+
+
+def _looks_western(raw: bytes) -> bool:
+    """Mostly-ASCII letters with a few accented ones decode as cp1252, the usual legacy encoding.
+
+    charset_normalizer guesses poorly on short Western text ("café" came out as cp1006);
+    text in Cyrillic or Greek code pages has far more high-byte letters than that.
+    """
+    try:
+        text = raw.decode("cp1252")
+    except UnicodeDecodeError:
+        return False
+    letters = [c for c in text if c.isalpha()]
+    accented = sum(1 for c in letters if not c.isascii())
+    return bool(letters) and accented <= 0.3 * len(letters)
 
 
 def convert_text_to_markdown(path: Path, source: str, kind: str) -> ConvertedDocument:

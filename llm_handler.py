@@ -16,8 +16,9 @@ import os
 import threading
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, cast
 
 from config import Settings
 from errors import BackendUnavailable, ConfigError, GenerationError
@@ -101,7 +102,7 @@ class LLMBackend(ABC):
         """The whole answer at once."""
         return "".join(self.stream(messages, max_tokens))
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - a no-op by default: not every backend holds resources
         """Release connections or the loaded model; the backend is not used afterwards."""
 
     def __enter__(self) -> Self:
@@ -284,8 +285,13 @@ class LlamaCppBackend(LLMBackend):
     def _model(self) -> Llama:
         """The loaded model; call with the lock held."""
         if self._llm is None:
-            from llama_cpp import Llama
-
+            try:
+                from llama_cpp import Llama
+            except (ImportError, OSError) as exc:  # OSError: its compiled library failed to load
+                raise BackendUnavailable(
+                    f"llama-cpp-python cannot be loaded ({exc}) — reinstall it with "
+                    "`pip install --force-reinstall llama-cpp-python`, or use Ollama (LLM_BACKEND=ollama)"
+                ) from exc
             threads = self._settings.llamacpp_threads or os.cpu_count() or 1
             started = time.perf_counter()
             try:
@@ -322,8 +328,8 @@ class LlamaCppBackend(LLMBackend):
                     repeat_penalty=self._settings.llm_repeat_penalty,
                     stop=LLAMACPP_STOP,
                 )
-                for chunk in chunks:  # type: ignore[union-attr]
-                    text = chunk["choices"][0]["delta"].get("content")  # type: ignore[index]
+                for chunk in cast("Iterator[dict[str, Any]]", chunks):
+                    text: str | None = chunk["choices"][0]["delta"].get("content")
                     if text:
                         answer.append(text)
                         yield text

@@ -220,6 +220,7 @@ def cmd_serve(rag: Any, args: argparse.Namespace) -> int:
     from web_ui import serve
 
     rag.index(reindex=args.reindex, progress=progress_bar())
+    rag.watch()
     serve(rag)
     return 0
 

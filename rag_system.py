@@ -8,13 +8,15 @@ with a message saying how to fix it, never a traceback.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterator
 
 from config import Settings
-from errors import DocqaError, EmbeddingError, LLMError
+from errors import DocqaError, EmbeddingError, LLMError, StoreError
 from indexer import DataLock, Indexer, IndexReport, Progress
 from keyword_index import KeywordIndex
 from retriever import Passage, Retriever, Where
@@ -68,7 +70,7 @@ def passage_json(p: Passage) -> dict[str, Any]:
 
 class RAGSystem:
     def __init__(self, settings: Settings, lock: bool = True) -> None:
-        from vector_store import Embedder, VectorStore
+        from vector_store import Embedder
 
         self.settings = settings
         settings.db_dir.mkdir(parents=True, exist_ok=True)
@@ -78,24 +80,124 @@ class RAGSystem:
         self.warning: str | None = None
         self.embedder = Embedder(settings.embedding_model, settings.embedding_batch_size, settings.embedding_threads)
         try:
-            self.vectors: Any = VectorStore(settings, self.embedder)
-        except EmbeddingError as exc:
-            # Still useful: keyword search answers without the embedding model.
-            self.vectors = None
-            self.warning = f"Keyword search only: {exc}"
-            log.warning("%s", self.warning)
-        self.keywords = KeywordIndex(settings.keyword_dir)
+            self.vectors, self.keywords = self._open_stores()
+        except StoreError as exc:
+            if settings.chroma_host:
+                raise
+            self._move_index_aside(exc)
+            self.vectors, self.keywords = self._open_stores()
         self.indexer = Indexer(settings, self.vectors, self.keywords)
         self.retriever = Retriever(settings, self.vectors, self.keywords)
         self._llm: Any = None
         self._llm_lock = threading.Lock()
         self._index_lock = threading.Lock()
+        self._watcher: Any = None
+        self.indexing: dict[str, Any] = {"state": "idle", "done": 0, "total": 0}
+
+    def _open_stores(self) -> tuple[Any, KeywordIndex]:
+        from vector_store import VectorStore
+
+        vectors: Any = None
+        try:
+            vectors = VectorStore(self.settings, self.embedder)
+        except EmbeddingError as exc:
+            # Still useful: keyword search answers without the embedding model.
+            self.warning = f"Keyword search only: {exc}"
+            log.warning("%s", self.warning)
+        keywords = KeywordIndex(self.settings.keyword_dir)
+        keywords.count()  # fails now, not mid-answer, if the table is unreadable
+        return vectors, keywords
+
+    def _move_index_aside(self, exc: Exception) -> None:
+        """A corrupt index is kept for inspection, never deleted, and rebuilt from the documents."""
+        try:  # Chroma caches a client per path, broken one included
+            from chromadb.api.client import SharedSystemClient
+
+            SharedSystemClient.clear_system_cache()
+        except Exception:
+            pass
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        moved = []
+        for path in (self.settings.chroma_dir, self.settings.keyword_dir, self.settings.manifest_path):
+            if path.exists():
+                aside = path.with_name(f"{path.name}.corrupt-{stamp}")
+                path.replace(aside)
+                moved.append(aside.name)
+        log.error(
+            "The index in %s could not be opened (%s). Moved it aside (%s) and rebuilding from the documents.",
+            self.settings.db_dir, exc, ", ".join(moved) or "nothing to move",
+        )
 
     # ------------------------------------------------------------ indexing
 
     def index(self, reindex: bool = False, progress: Progress | None = None) -> IndexReport:
+        """Bring the index in line with the folder; one sync at a time, queries keep working."""
         with self._index_lock:
-            return self.indexer.sync(reindex=reindex, progress=progress)
+            self.indexing.update(state="indexing", done=0, total=0, started=time.time())
+
+            def track(stage: str, done: int, total: int) -> None:
+                self.indexing.update(done=done, total=total)
+                if progress:
+                    progress(stage, done, total)
+
+            try:
+                report = self.indexer.sync(reindex=reindex, progress=track)
+            except Exception as exc:
+                self.indexing.update(state="failed", error=describe_error(exc), finished=time.time())
+                raise
+            self.indexing.update(state="idle", finished=time.time(), summary=report.summary(), error=None)
+            return report
+
+    def watch(self) -> Any:
+        """Re-index in the background whenever the documents folder changes."""
+        from watcher import FolderWatcher
+
+        self.settings.docs_dir.mkdir(parents=True, exist_ok=True)
+        self._watcher = FolderWatcher(str(self.settings.docs_dir), self.index).start()
+        return self._watcher
+
+    def add_upload(self, name: str, data_path: Path) -> str:
+        """Copy an uploaded file into the documents folder under a safe, unused name; returns it.
+
+        Only the base name is kept (no path traversal), odd characters are replaced, the
+        type must be one docqa indexes, and an existing file is never overwritten.
+        """
+        import shutil
+
+        from document_converter import is_supported
+
+        safe = sanitize_filename(name)
+        if not is_supported(Path(safe)):
+            raise UploadRefused(f"{name}: file type {Path(safe).suffix or '(none)'} is not supported")
+        size = Path(data_path).stat().st_size
+        limit = int(self.settings.max_file_mb * 1e6)
+        if size > limit:
+            raise UploadRefused(f"{name}: {size / 1e6:.1f} MB is over the {self.settings.max_file_mb:g} MB limit (MAX_FILE_MB)")
+        docs = self.settings.docs_dir.resolve()
+        docs.mkdir(parents=True, exist_ok=True)
+        target = docs / safe
+        stem, suffix = Path(safe).stem, Path(safe).suffix
+        n = 1
+        while target.exists():
+            target = docs / f"{stem} ({n}){suffix}"
+            n += 1
+        if target.resolve().parent != docs:
+            raise UploadRefused(f"{name}: refused, it would land outside the documents folder")
+        tmp = target.with_name(f".{target.name}.part")
+        shutil.copyfile(data_path, tmp)
+        tmp.replace(target)
+        log.info("Uploaded %s as %s", name, target.name)
+        return target.name
+
+    def remove_document(self, source: str) -> None:
+        """Delete a document from the folder and the index."""
+        docs = self.settings.docs_dir.resolve()
+        path = (docs / source).resolve()
+        if docs not in path.parents:
+            raise DocqaError(f"{source} is not inside the documents folder")
+        if path.is_file():
+            path.unlink()
+        self.index()
 
     # ------------------------------------------------------------ retrieval and answers
 
@@ -198,8 +300,30 @@ class RAGSystem:
         return out
 
     def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.stop()
         if self._lock:
             self._lock.release()
+
+
+class UploadRefused(DocqaError):
+    pass
+
+
+def sanitize_filename(name: str) -> str:
+    """A plain file name from whatever a browser sent: no folders, no control characters."""
+    import unicodedata
+
+    base = re.split(r"[\\/]", name or "")[-1]
+    base = unicodedata.normalize("NFC", base)
+    base = "".join(ch if (ch.isalnum() or ch in " ._-()[]") else "_" for ch in base)
+    base = re.sub(r"\s+", " ", base).strip(" .")
+    if not base or base.startswith("."):
+        base = "upload" + (base if base.startswith(".") else "")
+    stem, dot, ext = base.rpartition(".")
+    if dot and len(base) > 150:
+        base = stem[: 150 - len(ext) - 1] + "." + ext
+    return base[:150]
 
 
 def describe_error(exc: Exception) -> str:

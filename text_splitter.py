@@ -85,6 +85,23 @@ def _heading_positions(text: str) -> list[tuple[int, int, str]]:
     return out
 
 
+def _mask_fenced_comments(text: str) -> str:
+    """Hide a '#' opening a line inside a code fence, keeping every offset.
+
+    The heading separators ("\n# ") would otherwise cut a code block at a shell or Python
+    comment, leaving its opening fence in one chunk and its code in the next.
+    """
+    lines = text.split("\n")
+    in_fence = False
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped.startswith("```") or stripped.startswith("~~~"):
+            in_fence = not in_fence
+        elif in_fence and line.startswith("#"):
+            lines[i] = "\x1f" + line[1:]
+    return "\n".join(lines)
+
+
 def _path_at(base: list[str], levels: list[int], headings: list[tuple[int, int, str]], position: int) -> list[str]:
     """The heading path in force at `position`, starting from the path inherited by the section."""
     levels = levels if len(levels) == len(base) else list(range(1, len(base) + 1))
@@ -110,13 +127,16 @@ def split_document(
     chunks: list[Chunk] = []
     for section in doc.sections:
         headings = _heading_positions(section.text) if markdown else []
-        for piece in splitter.create_documents([section.text]):
+        masked = _mask_fenced_comments(section.text) if markdown else section.text
+        for piece in splitter.create_documents([masked]):
             text = piece.page_content
             if not text.strip():
                 continue
             start = piece.metadata.get("start_index", -1)
             if start < 0:
-                start = section.text.find(text)
+                start = masked.find(text)
+            if start >= 0:
+                text = section.text[start : start + len(text)]  # the original, unmasked text
             start_line = end_line = None
             if section.start_line is not None and start >= 0:
                 start_line = section.start_line + section.text.count("\n", 0, start)

@@ -83,6 +83,12 @@ class Embedder:
                 "sentence-transformers is not installed — run `make setup`."
             ) from exc
         torch.set_num_threads(self.threads or os.cpu_count() or 1)
+        try:
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()
+        except ImportError:
+            pass
         started = time.perf_counter()
         try:
             model = SentenceTransformer(self.model_path, device="cpu")

@@ -71,7 +71,7 @@ class OllamaStandin:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     @property
     def chat_requests(self) -> list[dict[str, Any]]:

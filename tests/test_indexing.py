@@ -1,0 +1,261 @@
+"""Behaviour of incremental indexing: only what changed is embedded, and the stores always agree.
+
+Real Chroma (embedded, in a temp folder), the real keyword index and the real
+all-MiniLM-L6-v2 embedder (loaded once per session and shared) over a few small files.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from errors import LockError
+from rag_system import RAGSystem
+
+FILES = {
+    "espresso.md": "# Espresso\n\n## Grinding\n\nGrind the beans finely for espresso.\n\n## Brewing\n\n"
+    + "Pull the shot for twenty-five seconds at nine bar. " * 20,
+    "notes/descaling.txt": "Descale the boiler every month with citric acid.\n" * 30,
+    "milk.md": "# Milk\n\nSteam the milk to sixty degrees for a silky microfoam.\n",
+}
+
+
+@pytest.fixture
+def open_rag(make_settings, embedder, monkeypatch):
+    """RAGSystems on temp folders, sharing the session's real embedder instead of loading one each."""
+    import vector_store
+
+    monkeypatch.setattr(vector_store, "Embedder", lambda *args, **kwargs: embedder)
+    opened: list[RAGSystem] = []
+
+    def build(**overrides) -> RAGSystem:
+        rag = RAGSystem(make_settings(**overrides))
+        opened.append(rag)
+        return rag
+
+    yield build
+    for rag in opened:
+        rag.close()
+
+
+@pytest.fixture
+def docs(make_settings) -> Path:
+    folder = make_settings().docs_dir
+    for name, text in FILES.items():
+        write(folder / name, text)
+    return folder
+
+
+@pytest.fixture
+def rag(open_rag, docs) -> RAGSystem:
+    system = open_rag(chunk_size=300, chunk_overlap=50)
+    system.index()
+    return system
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def ids_everywhere(rag: RAGSystem) -> tuple[set[str], set[str], set[str]]:
+    """(manifest, vector store, keyword index) chunk ids."""
+    manifest = {cid for record in rag.indexer.manifest.files.values() for cid in record.chunk_ids}
+    vectors = set(rag.vectors.collection.get(include=[])["ids"])
+    keywords = {cid for ids in rag.keywords.ids_by_source().values() for cid in ids}
+    return manifest, vectors, keywords
+
+
+def assert_consistent(rag: RAGSystem) -> set[str]:
+    manifest, vectors, keywords = ids_everywhere(rag)
+    assert manifest == vectors == keywords
+    assert rag.indexer.check() == []
+    return manifest
+
+
+def file_ids(rag: RAGSystem) -> dict[str, list[str]]:
+    return {source: list(record.chunk_ids) for source, record in rag.indexer.manifest.files.items()}
+
+
+# --- Incremental sync ----------------------------------------------------------------------
+
+
+def test_first_sync_indexes_every_file(rag):
+    ids = assert_consistent(rag)
+    stats = rag.stats()
+    assert sorted(rag.indexer.manifest.files) == sorted(FILES)
+    assert stats["files"] == 3 and stats["chunks"] == len(ids) == stats["vector_store_chunks"]
+    assert stats["failed"] == {}
+    assert stats["last_indexed"] is not None
+
+
+def test_second_sync_embeds_nothing(rag):
+    before = file_ids(rag)
+    report = rag.index()
+    assert report.chunks_embedded == 0
+    assert (report.added, report.updated, report.removed, report.unchanged) == ([], [], [], 3)
+    assert file_ids(rag) == before
+
+
+def test_changed_file_is_reembedded_alone(rag, docs):
+    before = file_ids(rag)
+    write(docs / "milk.md", "# Milk\n\nSteam oat milk to fifty-five degrees; it scorches sooner.\n")
+    report = rag.index()
+    after = file_ids(rag)
+    assert report.updated == ["milk.md"] and report.added == report.removed == []
+    assert report.chunks_embedded == len(after["milk.md"])
+    assert not set(after["milk.md"]) & set(before["milk.md"])
+    assert {k: v for k, v in after.items() if k != "milk.md"} == {k: v for k, v in before.items() if k != "milk.md"}
+    assert_consistent(rag)
+    found = rag.retrieve_context("oat milk scorches", k=1)
+    assert found[0].source == "milk.md" and "oat milk" in found[0].text
+
+
+def test_new_file_is_embedded_alone(rag, docs):
+    write(docs / "cups.txt", "Warm the cups before serving.\n")
+    report = rag.index()
+    assert report.added == ["cups.txt"] and report.updated == []
+    assert report.chunks_embedded == 1
+    assert_consistent(rag)
+
+
+def test_deleted_file_leaves_both_stores(rag, docs):
+    gone = set(file_ids(rag)["notes/descaling.txt"])
+    (docs / "notes" / "descaling.txt").unlink()
+    report = rag.index()
+    assert report.removed == ["notes/descaling.txt"] and report.chunks_embedded == 0
+    ids = assert_consistent(rag)
+    assert not gone & ids
+    assert rag.vectors.collection.get(ids=list(gone))["ids"] == []
+    assert rag.keywords.get_chunks(list(gone)) == {}
+    assert all(p.source != "notes/descaling.txt" for p in rag.retrieve_context("descale the boiler citric acid"))
+
+
+def test_touched_file_is_not_reembedded(rag, docs):
+    path = docs / "espresso.md"
+    before = file_ids(rag)
+    later = path.stat().st_mtime + 3600
+    os.utime(path, (later, later))
+    report = rag.index()
+    assert report.chunks_embedded == 0 and report.updated == []
+    assert file_ids(rag) == before
+    assert rag.indexer.manifest.files["espresso.md"].mtime == later  # next time a stat is enough
+
+
+def test_bad_file_is_skipped_with_its_reason_and_the_rest_indexed(open_rag, docs):
+    (docs / "broken.pdf").write_bytes(b"%PDF-1.7\nthis file was cut off in the middle of a dow")
+    (docs / "photo.png").write_bytes(b"\x89PNG\r\n")
+    rag = open_rag(chunk_size=300, chunk_overlap=50)
+    report = rag.index()
+    assert sorted(report.added) == sorted(FILES)
+    stats = rag.stats()
+    assert list(stats["failed"]) == ["broken.pdf"]
+    assert "PDF" in stats["failed"]["broken.pdf"]
+    assert stats["skipped"] == {"photo.png": "unsupported file type .png"}
+    assert_consistent(rag)
+    # Unchanged, it is not retried; replaced by a good file, it is indexed and forgiven.
+    assert rag.index().failed == {"broken.pdf": stats["failed"]["broken.pdf"]}
+    (docs / "broken.pdf").unlink()
+    write(docs / "broken.txt", "Now readable.\n")
+    rag.index()
+    assert rag.stats()["failed"] == {}
+
+
+def test_file_that_turns_bad_loses_its_old_chunks(rag, docs):
+    old = set(file_ids(rag)["notes/descaling.txt"])
+    (docs / "notes" / "descaling.txt").write_bytes(b"\x00\x01binary now" * 50)
+    report = rag.index()
+    assert "binary data" in report.failed["notes/descaling.txt"]
+    assert not old & assert_consistent(rag)
+
+
+def test_reindex_rebuilds_everything(rag):
+    before = file_ids(rag)
+    report = rag.index(reindex=True)
+    assert sorted(report.added) == sorted(FILES)
+    assert report.chunks_embedded == sum(len(v) for v in before.values())
+    assert file_ids(rag) == before
+    assert_consistent(rag)
+
+
+def test_changed_chunk_size_rebuilds_the_index(open_rag, docs):
+    first = open_rag(chunk_size=300, chunk_overlap=50)
+    first.index()
+    old = assert_consistent(first)
+    first.close()
+    second = open_rag(chunk_size=120, chunk_overlap=20)
+    report = second.index()
+    new = assert_consistent(second)
+    assert sorted(report.added) == sorted(FILES)
+    assert report.chunks_embedded == len(new) > len(old)  # every chunk embedded again, none left over
+    assert max(len(c.text) for c in second.keywords.get_chunks(sorted(new)).values()) <= 120
+
+
+# --- Consistency checks and repair ---------------------------------------------------------
+
+
+def test_ids_agree_after_add_change_and_delete(rag, docs):
+    write(docs / "cups.txt", "Warm the cups before serving.\n")
+    write(docs / "milk.md", "# Milk\n\nUse whole milk for the sweetest foam.\n")
+    (docs / "espresso.md").unlink()
+    rag.index()
+    ids = assert_consistent(rag)
+    assert {c.source for c in rag.keywords.get_chunks(sorted(ids)).values()} == {"cups.txt", "milk.md", "notes/descaling.txt"}
+
+
+def test_check_finds_chunks_missing_from_the_vector_store_and_repair_restores_them(rag):
+    lost = file_ids(rag)["espresso.md"][:2]
+    rag.vectors.collection.delete(ids=lost)
+    problems = rag.indexer.check()
+    assert problems == [{"source": "espresso.md", "store": "vector store", "missing": 2, "extra": 0, "in_manifest": True}]
+    assert rag.indexer.repair(problems) == ["espresso.md"]
+    report = rag.index()
+    assert report.added == ["espresso.md"]
+    assert report.chunks_embedded == len(file_ids(rag)["espresso.md"])
+    assert set(lost) <= assert_consistent(rag)
+
+
+def test_check_finds_chunks_missing_from_the_keyword_index_and_repair_restores_them(rag):
+    lost = file_ids(rag)["milk.md"]
+    rag.keywords.delete_ids(lost)
+    problems = rag.indexer.check()
+    assert [(p["source"], p["store"], p["missing"]) for p in problems] == [("milk.md", "keyword index", len(lost))]
+    rag.indexer.repair(problems)
+    rag.index()
+    assert set(lost) <= assert_consistent(rag)
+
+
+def test_check_finds_stray_chunks_unknown_to_the_manifest(rag):
+    from text_splitter import Chunk
+
+    stray = Chunk(id="stray", text="left behind by a crash", source="ghost.txt", title="ghost", chunk_index=0)
+    rag.keywords.add_chunks([stray])
+    problems = rag.indexer.check()
+    assert problems == [{"source": "ghost.txt", "store": "keyword index", "missing": 0, "extra": 1, "in_manifest": False}]
+    rag.indexer.repair(problems)
+    assert_consistent(rag)
+
+
+def test_sync_repairs_a_store_that_lost_rows_on_its_own(rag):
+    lost = file_ids(rag)["notes/descaling.txt"]
+    rag.vectors.collection.delete(ids=lost)
+    report = rag.index()
+    assert report.added == ["notes/descaling.txt"]
+    assert set(lost) <= assert_consistent(rag)
+
+
+# --- The data-folder lock ------------------------------------------------------------------
+
+
+def test_second_system_on_the_same_data_folder_is_refused_until_the_first_closes(open_rag):
+    first = open_rag()
+    with pytest.raises(LockError) as info:
+        open_rag()
+    message = str(info.value)
+    assert str(first.settings.db_dir) in message
+    assert f"pid {os.getpid()}" in message and "--db" in message
+    first.close()
+    second = open_rag()
+    assert second.stats()["files"] == 0
