@@ -86,6 +86,68 @@ class Settings:
     llm_max_tokens: int = _setting(384, "Most tokens generated per answer.")
     llm_repeat_penalty: float = _setting(1.15, "Penalty on repeated tokens (keeps small models from looping).")
     llm_timeout: float = _setting(60.0, "Seconds to wait for the LLM server.")
+    # Conversation
+    history_max_turns: int = _setting(
+        3,
+        "Earlier question-and-answer pairs sent to the model with a new question; older ones are "
+        "dropped so a long chat does not crowd the passages out of the context window.",
+    )
+    history_max_tokens: int = _setting(
+        600,
+        "Most tokens (counted as 4 characters each) of earlier turns sent to the model; the oldest "
+        "go first. The packaged model has 4096 tokens for instructions, history, passages and answer.",
+    )
+    follow_up_rewrite: str = _setting(
+        "llm",
+        "How a follow-up (\"and what about tuples?\") becomes a standalone question before retrieval: "
+        "llm asks the model and falls back to the word rule when its output is empty, garbled or too "
+        "long (the packaged 135M model often is); rule uses the word rule alone, which costs nothing.",
+        choices=("llm", "rule"),
+    )
+    rewrite_max_tokens: int = _setting(
+        40, "Most tokens the model may spend rewriting a follow-up; a standalone question is short."
+    )
+    # Relevance and grounding (calibrated on ../shared/eval/thinkpython/dev.jsonl, see docs/answer-results.md)
+    relevance_min_similarity: float = _setting(
+        0.5,
+        "Answer only when some passage sentence has at least this cosine similarity to the question "
+        "(all-MiniLM-L6-v2); otherwise say the documents do not cover it and list the closest passages. "
+        "Retrieval scores are rank fusion scores and cannot tell relevant from merely best.",
+    )
+    relevance_min_overlap: float = _setting(
+        0.8,
+        "A passage holding this share of the question's content words is also relevant enough, "
+        "if its similarity reaches RELEVANCE_MIN_SIMILARITY_WITH_OVERLAP (names the embedding model does not know).",
+    )
+    relevance_min_similarity_with_overlap: float = _setting(
+        0.45, "The lower similarity bar for a passage that holds most of the question's words."
+    )
+    grounding_min_similarity: float = _setting(
+        0.6,
+        "An answer sentence is supported when a sentence of a passage it cites has at least this cosine "
+        "similarity to it; unsupported sentences are marked in the UI and listed by `ask --json`.",
+    )
+    grounding_min_overlap: float = _setting(
+        0.7,
+        "An answer sentence is also supported when this share of its content words occurs in the passages it cites.",
+    )
+    highlight_min_similarity: float = _setting(
+        0.5, "A passage sentence this similar to the question is highlighted on its source card."
+    )
+    # Question shapes
+    multipart_min_chars: int = _setting(
+        70,
+        "Questions at least this long with several parts (\"…, and how …?\") are split into sub-queries "
+        "whose passages are fused; shorter ones are searched as they are. 0 turns splitting off.",
+    )
+    summary_max_parts: int = _setting(
+        6,
+        "A summary of a whole document reads it in at most this many parts (one model call each, then one "
+        "to combine): more is more faithful and slower.",
+    )
+    summary_part_chars: int = _setting(
+        5000, "Characters of a document given to the model per summary part; each chunk contributes its start."
+    )
     # UI
     gradio_server_name: str = _setting("127.0.0.1", "Address the web UI listens on.")
     gradio_server_port: int = _setting(7860, "Port the web UI listens on.")

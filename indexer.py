@@ -134,6 +134,10 @@ class IndexReport:
     skipped: dict[str, str] = field(default_factory=dict)
     chunks_embedded: int = 0
     seconds: float = 0.0
+    stages: dict[str, float] = field(default_factory=dict)  # seconds per stage: convert, split, embed, store
+
+    def timed(self, stage: str, started: float) -> None:
+        self.stages[stage] = self.stages.get(stage, 0.0) + time.perf_counter() - started
 
     @property
     def changed(self) -> bool:
@@ -335,22 +339,25 @@ class Indexer:
         batch_chunks = 0
         for done, (source, path, st, sha) in enumerate(todo, start=1):
             try:
+                t = time.perf_counter()
                 doc = convert_document(path, source, s.cache_dir, sha)
+                report.timed("convert", t)
+                t = time.perf_counter()
                 chunks = split_document(doc, s.chunk_size, s.chunk_overlap, s.chunk_separators)
+                report.timed("split", t)
                 if not chunks:
                     raise ConversionError("no text to index")
             except ConversionError as exc:
                 self._fail(source, str(exc), st, report)
-                continue
             except OSError as exc:
                 self._fail(source, f"cannot be read: {exc.strerror or exc}", st, report)
-                continue
-            batch.append(Pending(source, st.st_size, st.st_mtime, sha, doc, chunks))
-            batch_chunks += len(chunks)
-            if batch_chunks >= 256:
-                self._store_batch(batch, report)
-                batch, batch_chunks = [], 0
-            if progress:
+            else:
+                batch.append(Pending(source, st.st_size, st.st_mtime, sha, doc, chunks))
+                batch_chunks += len(chunks)
+                if batch_chunks >= 256:
+                    self._store_batch(batch, report)
+                    batch, batch_chunks = [], 0
+            if progress:  # failed files count as done too, or the bar stops short of the total
                 progress("files", done, total)
         self._store_batch(batch, report)
 
@@ -361,7 +368,9 @@ class Indexer:
         batch: list[Pending] = []
         count = 0
         for done, doc in enumerate(docs, start=1):
+            t = time.perf_counter()
             chunks = split_document(doc, s.chunk_size, s.chunk_overlap, s.chunk_separators)
+            report.timed("split", t)
             batch.append(Pending(doc.source, 0, 0.0, "", doc, chunks))
             count += len(chunks)
             if count >= 512:
@@ -379,8 +388,11 @@ class Indexer:
             return
         all_chunks = [c for p in batch for c in p.chunks]
         embeddings = None
+        t = time.perf_counter()
         if self.vectors is not None:
             embeddings = self.vectors.embedder.embed_documents([c.embedding_text() for c in all_chunks])
+        report.timed("embed", t)
+        t = time.perf_counter()
         # Old chunks of changed files go first; then both stores get the batch; only then
         # does the manifest say the files are indexed.
         stale: set[str] = set()
@@ -408,6 +420,7 @@ class Indexer:
             if not quiet:
                 log.info("Indexed %s: %d chunks", p.source, len(p.chunks))
         self.manifest.save()
+        report.timed("store", t)
 
     # ------------------------------------------------------------ consistency
 

@@ -7,6 +7,7 @@ docqa's errors into one-line messages with the fix (exit status 2), never a trac
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import sys
@@ -38,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     index = sub.add_parser("index", parents=[common], help="index the documents folder, then exit")
     index.add_argument("--reindex", action="store_true", help="rebuild the index from scratch")
+    index.add_argument("--json", action="store_true", help="print the report as one JSON object")
 
     ask = sub.add_parser("ask", parents=[common], help="answer one question and print its sources")
     ask.add_argument("question")
@@ -127,7 +129,13 @@ def progress_bar() -> Any:
 
 
 def cmd_index(rag: Any, args: argparse.Namespace) -> int:
-    report = rag.index(reindex=args.reindex, progress=progress_bar())
+    report = rag.index(reindex=args.reindex, progress=None if args.json else progress_bar())
+    if args.json:
+        out = dataclasses.asdict(report)
+        out["stages"] = {k: round(v, 3) for k, v in report.stages.items()}
+        out.update(files=len(rag.indexer.manifest.files), chunks=rag.indexer.manifest.chunk_count())
+        print(json.dumps(out))
+        return 0
     print(f"Indexed: {report.summary()}")
     for source, reason in sorted(report.failed.items()):
         print(f"  failed: {source}: {reason}")

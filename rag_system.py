@@ -24,9 +24,17 @@ from retriever import Passage, Retriever, Where
 log = logging.getLogger(__name__)
 
 
+ANSWER_KINDS = ("answer", "refusal", "document_list", "summary")
+
+
 @dataclass
 class Answer:
-    """An answer as it streams: `text` grows; `done` is set on the last update."""
+    """An answer as it streams: `text` grows; `done` is set on the last update.
+
+    `kind` says where the text came from: passages ("answer"), the relevance gate or the
+    model declining ("refusal", with the closest passages listed), the index's file list
+    ("document_list") or a map-reduce pass over one whole file ("summary").
+    """
 
     question: str
     text: str = ""
@@ -35,6 +43,19 @@ class Answer:
     timings: dict[str, float] = field(default_factory=dict)
     error: str | None = None
     done: bool = False
+    kind: str = "answer"
+    standalone_question: str | None = None
+    """The follow-up rewritten to stand alone, as searched; None when the question was used as asked."""
+    sub_questions: list[str] = field(default_factory=list)
+    """The parts of a multi-part question, each searched and their passages fused; empty for one part."""
+    refused: bool = False
+    unsupported: list[str] = field(default_factory=list)
+    """Answer sentences, verbatim, that no cited passage supports."""
+    sentences_checked: int = 0
+    highlights: dict[int, list[str]] = field(default_factory=dict)
+    """1-based passage number -> its sentences, verbatim, that support the answer or match the question."""
+    relevance: dict[str, Any] = field(default_factory=dict)
+    """How close the best passage came to the question: {"similarity", "overlap", "relevant"}."""
 
     def sources_json(self) -> list[dict[str, Any]]:
         return [passage_json(p) for p in self.passages]
@@ -42,14 +63,44 @@ class Answer:
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "question": self.question,
+            "standalone_question": self.standalone_question,
+            "sub_questions": self.sub_questions,
+            "kind": self.kind,
             "answer": self.text,
+            "refused": self.refused,
+            "unsupported": self.unsupported,
+            "sentences_checked": self.sentences_checked,
             "model": self.model,
             "sources": self.sources_json(),
+            "highlights": {str(n): texts for n, texts in sorted(self.highlights.items())},
+            "relevance": self.relevance,
             "timings": {k: round(v, 4) for k, v in self.timings.items()},
         }
         if self.error:
             out["error"] = self.error
         return out
+
+
+def answer_as_text(answer: Answer) -> str:
+    """The answer and its citations as plain text, for the copy button: "[1] file, page 3".
+
+    Lists the passages the answer cites, or all of them when it cites none (a refusal
+    lists the closest passages; the packaged model rarely cites).
+    """
+    from grounding import CITATION
+
+    text = answer.text.strip()
+    if not answer.passages:
+        return text
+    cited = sorted({int(n) for n in CITATION.findall(text) if 1 <= int(n) <= len(answer.passages)})
+    numbers = cited or list(range(1, len(answer.passages) + 1))
+    lines = []
+    for n in numbers:
+        p = answer.passages[n - 1]
+        heading = " > ".join(p.heading_path)
+        extra = f" ({heading})" if heading and heading != p.location else ""
+        lines.append(f"[{n}] {p.label}{extra}")
+    return f"{text}\n\nSources:\n" + "\n".join(lines)
 
 
 def passage_json(p: Passage) -> dict[str, Any]:
@@ -216,9 +267,16 @@ class RAGSystem:
     def model_name(self) -> str:
         return self._llm.name if self._llm is not None else f"{self.settings.llm_backend} (not loaded yet)"
 
-    def stream_answer(self, question: str, k: int | None = None, where: Where | None = None) -> Iterator[Answer]:
-        """Yield the answer as it grows: first with its passages, then token by token."""
-        from llm_handler import build_messages
+    def stream_answer(
+        self, question: str, k: int | None = None, where: Where | None = None, history: list[dict[str, str]] | None = None
+    ) -> Iterator[Answer]:
+        """Yield the answer as it grows: first with its passages, then token by token.
+
+        `history` holds the earlier turns of this chat, oldest first, as {"role": "user" |
+        "assistant", "content": ...}; a follow-up is made standalone from it before
+        retrieval, and a bounded part of it is sent to the model.
+        """
+        from question_intent import asks_for_document_list, split_question
 
         question = question.strip()
         answer = Answer(question=question)
@@ -228,45 +286,239 @@ class RAGSystem:
             answer.done = True
             yield answer
             return
-        answer.passages = self.retrieve_context(question, k=k, where=where)
+        if asks_for_document_list(question):
+            yield self._answer_document_list(answer, started)
+            return
+        summary = self._summary_source(question, where)
+        if summary:
+            yield from self._answer_summary(answer, summary, started)
+            return
+        search = self._standalone(answer, history or [])
+        answer.sub_questions = split_question(search, self.settings.multipart_min_chars)
+        answer.passages = self._retrieve(search, answer.sub_questions, k, where)
         answer.timings["retrieve_s"] = time.perf_counter() - started
         yield answer
         if not answer.passages:
             answer.text = "No documents are indexed yet, or none matched — add files to the documents folder and run `python main.py index`."
-            answer.done = True
-            answer.timings["total_s"] = time.perf_counter() - started
-            yield answer
+            answer.kind, answer.refused = "refusal", True
+            yield self._finish(answer, started)
             return
-        messages = build_messages(question, [(f"{p.label}", p.text) for p in answer.passages])
+        checks = self._prepare_checks(answer, search)
+        if checks and not answer.relevance.get("relevant", True):
+            answer.kind, answer.refused = "refusal", True
+            answer.text = refusal_text(answer.passages)
+            self._ground(answer, checks)
+            yield self._finish(answer, started)
+            return
+        yield from self._generate(answer, search, history or [], started)
+        if answer.text and not answer.error and model_refused(answer.text):
+            answer.kind, answer.refused = "refusal", True
+        if checks and answer.text:
+            self._ground(answer, checks)
+        yield self._finish(answer, started)
+
+    def ask(
+        self, question: str, k: int | None = None, where: Where | None = None, history: list[dict[str, str]] | None = None
+    ) -> Answer:
+        final = Answer(question=question)
+        for final in self.stream_answer(question, k=k, where=where, history=history):
+            pass
+        return final
+
+    def _finish(self, answer: Answer, started: float) -> Answer:
+        answer.timings["total_s"] = time.perf_counter() - started
+        answer.done = True
+        log.info(
+            "Answered (%s) in %.2fs with %s (%d passages, %d of %d sentences unsupported)",
+            answer.kind, answer.timings["total_s"], answer.model or "no model", len(answer.passages),
+            len(answer.unsupported), answer.sentences_checked,
+        )
+        return answer
+
+    def _available_llm(self) -> Any:
+        """The LLM, or None when none can run (the caller then does without it)."""
+        try:
+            return self.llm
+        except LLMError as exc:
+            log.info("No LLM for this step: %s", exc)
+            return None
+
+    def _standalone(self, answer: Answer, history: list[dict[str, str]]) -> str:
+        """The question to search for: the follow-up rewritten to stand alone, or the question itself."""
+        from conversation import looks_like_follow_up, make_standalone
+
+        if not looks_like_follow_up(answer.question, history):
+            return answer.question
+        t = time.perf_counter()
+        llm = self._available_llm() if self.settings.follow_up_rewrite == "llm" else None
+        embedder = self.embedder if self.vectors is not None else None
+        rewrite = make_standalone(answer.question, history, llm, embedder, self.settings)
+        answer.timings["rewrite_s"] = time.perf_counter() - t
+        if rewrite is None or rewrite.question.strip() == answer.question:
+            return answer.question
+        log.info("Follow-up %r searched as %r (%s)", answer.question, rewrite.question, rewrite.method)
+        answer.standalone_question = rewrite.question
+        return rewrite.question
+
+    def _retrieve(self, question: str, parts: list[str], k: int | None, where: Where | None) -> list[Passage]:
+        """Passages for the question; for a multi-part one, the rankings of it and each part fused."""
+        if not parts:
+            return self.retrieve_context(question, k=k, where=where)
+        from retriever import cap_per_file, merge_neighbours, reciprocal_rank_fusion
+
+        k = k or self.settings.top_k
+        queries = {"question": question, **{f"part {n}": part for n, part in enumerate(parts, start=1)}}
+        rankings = {name: [cid for cid, _, _ in self.retriever.rank(q, where=where)] for name, q in queries.items()}
+        fused = reciprocal_rank_fusion(rankings, {}, self.settings.rrf_k)
+        chunks = self.keywords.get_chunks([cid for cid, _, _ in fused[: max(k * 4, 20)]])
+        candidates = [Passage([chunks[cid]], score, found) for cid, score, found in fused if cid in chunks]
+        return merge_neighbours(cap_per_file(candidates, k, self.settings.max_chunks_per_file))
+
+    def _prepare_checks(self, answer: Answer, question: str) -> Any:
+        """Embed the passages' sentences and judge relevance; None when the embedding model is unavailable."""
+        import numpy as np
+
+        from grounding import PassageSentences, assess_relevance
+
+        if self.vectors is None:
+            return None
+        t = time.perf_counter()
+        try:
+            sentences = PassageSentences.embed(self.embedder, [p.text for p in answer.passages])
+            question_vector = np.asarray(self.embedder.embed_query(question), dtype=np.float32)
+        except EmbeddingError as exc:
+            log.warning("Relevance and grounding checks skipped: %s", exc)
+            return None
+        relevance = assess_relevance(question_vector, question, sentences, self.settings)
+        answer.relevance = {"similarity": relevance.similarity, "overlap": relevance.overlap, "relevant": relevance.relevant}
+        answer.timings["relevance_s"] = time.perf_counter() - t
+        return sentences, question_vector
+
+    def _ground(self, answer: Answer, checks: Any) -> None:
+        from grounding import check_grounding
+        from llm_handler import REFUSAL
+
+        sentences, question_vector = checks
+        t = time.perf_counter()
+        text = "" if answer.kind == "refusal" else answer.text
+        try:
+            grounding = check_grounding(text, sentences, self.embedder, self.settings, question_vector, skip=[REFUSAL])
+        except EmbeddingError as exc:
+            log.warning("Grounding check skipped: %s", exc)
+            return
+        answer.unsupported = grounding.unsupported
+        answer.sentences_checked = len(grounding.checked)
+        answer.highlights = grounding.highlights
+        answer.timings["grounding_s"] = time.perf_counter() - t
+
+    def _answer_messages(self, question: str, passages: list[Passage], history: list[dict[str, str]]) -> list[dict[str, str]]:
+        from conversation import bounded_history
+        from llm_handler import build_messages
+
+        messages = build_messages(question, [(f"{p.label}", p.text) for p in passages])
+        turns = bounded_history(history, self.settings.history_max_turns, self.settings.history_max_tokens)
+        return [messages[0], *turns, *messages[1:]]
+
+    def _generate(self, answer: Answer, question: str, history: list[dict[str, str]], started: float) -> Iterator[Answer]:
+        """Stream the model's answer into `answer`; an LLM failure becomes a note, never an exception."""
+        messages = self._answer_messages(question, answer.passages, history)
+        yield from self._stream_into(answer, messages, started)
+
+    def _stream_into(self, answer: Answer, messages: list[dict[str, str]], started: float, max_tokens: int | None = None) -> Iterator[Answer]:
         try:
             llm = self.llm
             answer.model = llm.name
             first = None
-            for piece in llm.stream(messages):
+            for piece in llm.stream(messages, max_tokens):
                 if first is None:
                     first = time.perf_counter()
-                    answer.timings["first_token_s"] = first - started
+                    answer.timings.setdefault("first_token_s", first - started)
                 answer.text += piece
                 yield answer
             answer.text = answer.text.strip()
         except LLMError as exc:
-            answer.error = str(exc)
-            note = f"⚠ {exc}"
-            if not answer.text:
-                note += "\n\nThe passages below are what the documents say about your question."
-            answer.text = f"{answer.text}\n\n{note}".strip()
-            if self.settings.llm_backend == "auto":
-                self._llm = None  # choose again next time: Ollama may be back, or the embedded model takes over
-        answer.timings["total_s"] = time.perf_counter() - started
-        answer.done = True
-        log.info("Answered in %.2fs with %s (%d passages)", answer.timings["total_s"], answer.model or "no model", len(answer.passages))
-        yield answer
+            self._llm_failed(answer, exc)
 
-    def ask(self, question: str, k: int | None = None, where: Where | None = None) -> Answer:
-        final = Answer(question=question)
-        for final in self.stream_answer(question, k=k, where=where):
-            pass
-        return final
+    def _llm_failed(self, answer: Answer, exc: LLMError) -> None:
+        answer.error = str(exc)
+        note = f"⚠ {exc}"
+        if not answer.text:
+            note += "\n\nThe passages below are what the documents say about your question."
+        answer.text = f"{answer.text}\n\n{note}".strip()
+        if self.settings.llm_backend == "auto":
+            self._llm = None  # choose again next time: Ollama may be back, or the embedded model takes over
+
+    # ------------------------------------------------------------ whole-document questions
+
+    def _answer_document_list(self, answer: Answer, started: float) -> Answer:
+        """"What documents do you have?" answered from the index's file list, not from passages."""
+        m = self.indexer.manifest
+        answer.kind = "document_list"
+        if not m.files:
+            answer.text = "No documents are indexed yet — add files to the documents folder and run `python main.py index`."
+        else:
+            lines = [f"{len(m.files)} document{'s are' if len(m.files) != 1 else ' is'} indexed:"]
+            for source, record in sorted(m.files.items())[:DOCUMENT_LIST_LIMIT]:
+                title = f" — {record.title}" if record.title and record.title not in (source, Path(source).stem) else ""
+                lines.append(f"- {source}{title} ({record.kind or Path(source).suffix.lstrip('.')}, {len(record.chunk_ids)} chunks)")
+            if len(m.files) > DOCUMENT_LIST_LIMIT:
+                lines.append(f"- … and {len(m.files) - DOCUMENT_LIST_LIMIT} more (`python main.py stats`)")
+            if m.failed:
+                lines.append(f"Not indexed: {', '.join(f'{s} ({f.reason})' for s, f in sorted(m.failed.items()))}")
+            answer.text = "\n".join(lines)
+        return self._finish(answer, started)
+
+    def _summary_source(self, question: str, where: Where | None) -> str | None:
+        from question_intent import summary_target
+
+        files = self.indexer.manifest.files
+        sources = sorted(files)
+        wanted = (where or {}).get("source")
+        if wanted:
+            allowed = set(wanted if isinstance(wanted, list) else [wanted])
+            sources = [s for s in sources if s in allowed]
+        request = summary_target(question, sources, {s: files[s].title for s in sources})
+        return request.source if request else None
+
+    def _answer_summary(self, answer: Answer, source: str, started: float) -> Iterator[Answer]:
+        """Map-reduce over the whole file: each part summarised in order, then the summaries combined."""
+        from document_summary import PART_ANSWER_TOKENS, map_messages, part_text, reduce_messages, split_parts
+
+        s = self.settings
+        answer.kind = "summary"
+        parts = split_parts(self.keywords.chunks_of_source(source), s.summary_max_parts)
+        answer.passages = [Passage([part[0]], 0.0, {"summary part": n}) for n, part in enumerate(parts, start=1)]
+        answer.timings["retrieve_s"] = time.perf_counter() - started
+        yield answer
+        if not parts:
+            answer.text = f"{source} has no indexed text to summarise — check `python main.py stats` for why."
+            yield self._finish(answer, started)
+            return
+        texts = [part_text(part, s.summary_part_chars) for part in parts]
+        if len(parts) == 1:
+            yield from self._stream_into(answer, map_messages(source, texts[0], 1, 1), started)
+            yield self._finish(answer, started)
+            return
+        summaries: list[str] = []
+        try:
+            llm = self.llm
+            answer.model = llm.name
+            for n, text in enumerate(texts, start=1):
+                answer.text = f"Reading {source}, part {n} of {len(parts)}…"
+                yield answer
+                summaries.append(llm.complete(map_messages(source, text, n, len(parts)), min(PART_ANSWER_TOKENS, s.llm_max_tokens)).strip())
+        except LLMError as exc:
+            answer.text = ""
+            self._llm_failed(answer, exc)
+            yield self._finish(answer, started)
+            return
+        answer.timings["map_s"] = time.perf_counter() - started
+        answer.text = ""
+        yield from self._stream_into(answer, reduce_messages(source, summaries), started)
+        if not answer.text or answer.error:  # the parts' summaries are still a summary
+            note = f"\n\n{answer.text}" if answer.text else ""
+            answer.text = "\n".join(f"[{n}] {text}" for n, text in enumerate(summaries, start=1) if text) + note
+        yield self._finish(answer, started)
 
     # ------------------------------------------------------------ status
 
@@ -306,8 +558,27 @@ class RAGSystem:
             self._lock.release()
 
 
+DOCUMENT_LIST_LIMIT = 200
+
+
 class UploadRefused(DocqaError):
     pass
+
+
+def refusal_text(passages: list[Passage], shown: int = 3) -> str:
+    """What the gate says instead of guessing: the refusal, then where the closest passages are."""
+    from llm_handler import REFUSAL
+
+    closest = "\n".join(f"[{n}] {p.label}" for n, p in enumerate(passages[:shown], start=1))
+    return f"{REFUSAL} No passage is close enough to the question to answer from; the closest are:\n{closest}"
+
+
+def model_refused(text: str) -> bool:
+    """Whether the model itself declined: its answer opens with the refusal the prompt asks for."""
+    from llm_handler import REFUSAL
+
+    opening = " ".join(text.split())[: len(REFUSAL) + 40].lower()
+    return REFUSAL.lower().rstrip(".") in opening
 
 
 def sanitize_filename(name: str) -> str:

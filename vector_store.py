@@ -102,9 +102,26 @@ class Embedder:
 
     @property
     def dimension(self) -> int:
+        declared = self._declared_dimension()
+        if declared:
+            return declared
         model = self.model
         get_dim = getattr(model, "get_embedding_dimension", None) or getattr(model, "get_sentence_embedding_dimension", None)
         return int(get_dim()) if get_dim else len(self.embed_query("dimension"))
+
+    def _declared_dimension(self) -> int:
+        """The dimension the model folder declares, so opening a store needs no model load."""
+        import json
+
+        for name in ("1_Pooling/config.json", "config.json"):
+            try:
+                data = json.loads((Path(self.model_path) / name).read_text())
+            except (OSError, ValueError):
+                continue
+            value = data.get("word_embedding_dimension") or data.get("hidden_size")
+            if isinstance(value, int) and value > 0:
+                return value
+        return 0
 
     def fingerprint(self) -> str:
         """A short id of the model, stable across machines for the same weights folder name."""

@@ -16,8 +16,8 @@ from rag_system import RAGSystem
 
 FILES = {
     "espresso.md": "# Espresso\n\n## Grinding\n\nGrind the beans finely for espresso.\n\n## Brewing\n\n"
-    + "Pull the shot for twenty-five seconds at nine bar. " * 20,
-    "notes/descaling.txt": "Descale the boiler every month with citric acid.\n" * 30,
+    + "Pull the shot for twenty-five seconds at nine bar. " * 6,
+    "notes/descaling.txt": "Descale the boiler every month with citric acid.\n" * 8,
     "milk.md": "# Milk\n\nSteam the milk to sixty degrees for a silky microfoam.\n",
 }
 
@@ -161,6 +161,14 @@ def test_bad_file_is_skipped_with_its_reason_and_the_rest_indexed(open_rag, docs
     write(docs / "broken.txt", "Now readable.\n")
     rag.index()
     assert rag.stats()["failed"] == {}
+
+
+def test_progress_reaches_the_total_even_when_the_last_file_fails(open_rag, docs):
+    (docs / "notes" / "zz-broken.pdf").write_bytes(b"not a pdf")
+    calls = []
+    report = open_rag().index(progress=lambda stage, done, total: calls.append((stage, done, total)))
+    assert list(report.failed) == ["notes/zz-broken.pdf"]
+    assert calls[-1] == ("files", 4, 4)
 
 
 def test_file_that_turns_bad_loses_its_old_chunks(rag, docs):

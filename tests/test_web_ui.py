@@ -57,6 +57,12 @@ HOSTILE_QUESTION = (
 )
 NOWHERE = "127.0.0.1:9"
 
+UPLOADS = {
+    "zebra-notes.md": "# Zebra care\n\nThe zebra named Quillon drinks seven buckets of mint tea every Tuesday.\n",
+    "harbour-log.txt": "Harbour log\n\nThe harbour master keeps the spare anchor chain in the blue shed.\n",
+}
+UPLOAD_QUESTION = "What does the zebra Quillon drink?"
+
 
 # ---------------------------------------------------------------- fast checks, no server
 
@@ -88,6 +94,86 @@ def test_sources_panel_escapes_document_text():
     assert "<script>" not in shown and "<b>" not in shown and "<i>" not in shown
     assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in shown
     assert "lines 1-3" in shown and "score 0.5000" in shown
+
+
+def synthetic_answer(text: str = "", passages: list[Any] | None = None, **fields: Any) -> SimpleNamespace:
+    defaults = dict(question="q", model="m", timings={"total_s": 1.0}, done=True, error=None)
+    return SimpleNamespace(text=text, passages=passages or [], **{**defaults, **fields})
+
+
+def synthetic_passage(text: str, source: str = "notes.md") -> SimpleNamespace:
+    return SimpleNamespace(
+        source=source, location="lines 1-9", heading_path=[], found_by={"vector": 1}, score=0.5, text=text, pages=[]
+    )
+
+
+def test_citations_link_to_their_source_cards():
+    shown = web_ui.link_citations("Run it [1]; see [2, 3]. Not [9]. `xs[1]`", 3)
+    assert "[\\[1\\]](#source-1)" in shown
+    assert "\\[[2](#source-2), [3](#source-3)\\]" in shown
+    assert "Not [9]" in shown, "a number no source has stays text"
+    assert "`xs[1]`" in shown, "code is left alone"
+
+
+def test_citation_links_leave_model_markup_escaped():
+    answer = synthetic_answer(
+        "<img src=http://127.0.0.1:9/a.png onerror=1>[1] ![1](http://127.0.0.1:9/b.png)", [synthetic_passage("x")]
+    )
+    shown = web_ui.answer_markdown(answer)
+    assert "<img" not in shown and "![" not in shown
+    assert "(#source-1)" in shown
+
+
+def test_unsupported_sentences_are_marked_and_stay_escaped():
+    text = "Docqa runs locally [1].\n- The moon is made of <b>cheese</b>.\n- Indexing is incremental."
+    answer = synthetic_answer(text, [synthetic_passage("x")], unsupported=["The moon is made of <b>cheese</b>."])
+    shown = web_ui.answer_markdown(answer)
+    assert "- <mark class='docqa-unsupported'" in shown, "the list item keeps its marker outside the mark"
+    assert "The moon is made of &lt;b>cheese&lt;/b>.</mark>" in shown
+    assert "<b>" not in shown
+    assert "not found in the sources" in shown
+    assert "Indexing is incremental." in shown and shown.count("<mark") == 1
+
+
+def test_rewritten_follow_up_is_shown_as_searched_for():
+    answer = synthetic_answer("Yes.", question="and tuples?", standalone_question="How do I make a *tuple* <b>?")
+    shown = web_ui.answer_markdown(answer)
+    assert "Searched for: How do I make a \\*tuple\\* &lt;b\\>?" in shown
+    assert "Searched for" not in web_ui.answer_markdown(synthetic_answer("Yes.", standalone_question="q"))
+
+
+def test_source_card_marks_highlighted_sentences_escaped():
+    passage = synthetic_passage("# Notes\nPlain start. The <b>bold</b> claim holds.\nMore text.")
+    answer = synthetic_answer("x", [passage], highlights={1: ["The <b>bold</b> claim holds."]})
+    shown = web_ui.sources_html(answer)
+    assert "<mark>The &lt;b&gt;bold&lt;/b&gt; claim holds.</mark>" in shown
+    assert "<b>" not in shown
+    assert "id='source-1'" in shown
+
+
+def test_long_passage_is_cut_around_its_first_highlight():
+    filler = " ".join(f"word{i}" for i in range(200))
+    passage = synthetic_passage(f"{filler} The key sentence is here. {filler}")
+    answer = synthetic_answer("x", [passage], highlights={1: ["The key sentence is here."]})
+    shown = web_ui.sources_html(answer)
+    first_snippet = shown.split("<details>")[0]
+    assert "<mark>The key sentence is here.</mark>" in first_snippet
+    assert first_snippet.count("…") == 2
+    assert "Whole passage" in shown
+
+
+def test_index_panel_escapes_file_names_and_reasons():
+    stats = {
+        "files": 1, "chunks": 2, "files_by_type": {"markdown": 1}, "last_indexed": None, "llm": "m",
+        "embedding_model": "e", "retrieval_mode": "hybrid", "documents_folder": "/d",
+        "failed": {"<i>x</i>.pdf": "cannot <b>read</b>"}, "skipped": {"big.pdf": "over the limit"},
+    }
+    shown = web_ui.index_panel_html(stats, {"state": "indexing", "done": 1, "total": 3})
+    assert "<i>x" not in shown and "<b>read" not in shown
+    assert "&lt;i&gt;x&lt;/i&gt;.pdf" in shown and "over the limit" in shown
+    assert "indexing 1 of 3 files" in shown
+    assert web_ui.indexing_markdown({"state": "indexing", "done": 1, "total": 3}) == "⏳ Indexing: 1 of 3 files…"
+    assert web_ui.indexing_markdown({"state": "idle"}) == ""
 
 
 # ---------------------------------------------------------------- the real app
@@ -134,7 +220,7 @@ def wait_until_serving(proc: subprocess.Popen, url: str, log: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def docqa_url(tmp_path_factory) -> Iterator[str]:
+def docqa_server(tmp_path_factory) -> Iterator[SimpleNamespace]:
     """`python main.py serve` over the shipped documents plus the hostile one; killed at the end."""
     tmp = tmp_path_factory.mktemp("web_ui")
     docs = tmp / "documents"
@@ -153,7 +239,7 @@ def docqa_url(tmp_path_factory) -> Iterator[str]:
         )
     try:
         wait_until_serving(proc, url, log)
-        yield url
+        yield SimpleNamespace(url=url, docs=docs)
     finally:
         proc.terminate()
         try:
@@ -161,6 +247,11 @@ def docqa_url(tmp_path_factory) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def docqa_url(docqa_server: SimpleNamespace) -> str:
+    return docqa_server.url
 
 
 @pytest.fixture(scope="module")
@@ -196,6 +287,7 @@ def requested() -> list[str]:
 def page(browser: Any, docqa_url: str, requested: list[str]) -> Iterator[Any]:
     """A fresh page on the app, its requests recorded in `requested`."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=docqa_url.rstrip("/"))
     page = context.new_page()
     page.set_default_timeout(60_000)
     page.on("request", lambda request: requested.append(request.url))
@@ -219,16 +311,49 @@ def watch_answer(page: Any) -> None:
     )
 
 
-def finished_answer(page: Any) -> Any:
-    """The newest assistant message once it carries its model footer ("— llama.cpp:…")."""
-    bot = page.locator("#docqa-chat [data-testid='bot']").last
-    bot.filter(has_text="— llama.cpp:").wait_for(timeout=ANSWER_TIMEOUT_MS)
+def finished_answer(page: Any, count: int = 1) -> Any:
+    """Assistant message number `count` once it carries its footer: the model, or none when
+    docqa answered without it (a question no passage is close to)."""
+    from playwright.sync_api import expect
+
+    bots = page.locator("#docqa-chat [data-testid='bot']")
+    expect(bots).to_have_count(count, timeout=ANSWER_TIMEOUT_MS)
+    bot = bots.nth(count - 1)
+    bot.filter(has_text=re.compile(f"— (llama\\.cpp:|{web_ui.NO_MODEL})")).wait_for(timeout=ANSWER_TIMEOUT_MS)
     return bot
+
+
+def ask(page: Any, question: str) -> None:
+    box = page.locator("#docqa-question textarea")
+    box.fill(question)
+    box.press("Enter")
+
+
+def choose(page: Any, dropdown: str, option: str | re.Pattern[str]) -> None:
+    page.locator(f"{dropdown} input").click()
+    page.get_by_role("option", name=option).click()
+
+
+def indexed_counts(page: Any) -> tuple[int, int]:
+    """(files, chunks) from the status line, once the page has loaded it."""
+    status = page.locator("#docqa-status")
+    status.filter(has_text=" chunks").wait_for()
+    files, chunks = re.search(r"(\d+) files · (\d+) chunks", status.inner_text()).groups()
+    return int(files), int(chunks)
+
+
+def upload(page: Any, paths: list[Path]) -> Any:
+    """Drop files on the Documents tab; returns the upload report once it is shown."""
+    page.get_by_role("tab", name="Documents").click()
+    page.locator("#docqa-upload input[type=file]").set_input_files([str(p) for p in paths])
+    report = page.locator("#docqa-upload-report")
+    report.locator("li").first.wait_for()
+    return report
 
 
 @pytest.mark.browser
 @pytest.mark.slow
-def test_example_question_streams_an_answer_citing_its_page(page, tmp_path):
+def test_example_question_streams_a_cited_answer_with_its_pdf_page(page, tmp_path):
     from playwright.sync_api import expect
 
     question = EXAMPLE_QUESTIONS[0]
@@ -244,12 +369,24 @@ def test_example_question_streams_an_answer_citing_its_page(page, tmp_path):
     expect(page.locator("#docqa-chat [data-testid='user']")).to_have_text(question)
 
     sources = page.locator("#docqa-sources")
-    expect(sources).to_contain_text(re.compile(rf"{re.escape(expected['file'])} — pages? {expected['page']}(?!\d)"))
+    where = re.compile(rf"{re.escape(expected['file'])} — pages? {expected['page']}(?!\d)")
+    expect(sources).to_contain_text(where)
     expect(sources).to_contain_text("score ")
     model = re.search(r"Answered by (llama\.cpp:\S+) in", sources.inner_text())
     assert model, sources.inner_text()
     assert f"— {model[1]}" in final
     expect(page.locator("#docqa-status")).to_contain_text(f"model: {model[1]}")
+
+    # Citations: every [n] the model wrote links to card n (the unit tests cover the rendering).
+    cards = sources.locator(".docqa-source")
+    expect(cards.first).to_have_attribute("id", "source-1")
+    links = bot.locator("a[href^='#source-']")
+    for href in [links.nth(i).get_attribute("href") for i in range(links.count())]:
+        expect(sources.locator(href)).to_have_count(1)
+    if links.count():
+        links.first.click()
+        assert page.evaluate("location.hash") == links.first.get_attribute("href")
+    expect(cards.locator("mark").first).to_be_visible()
 
     shot = tmp_path / "screenshot.png"
     page.screenshot(path=str(shot))
@@ -257,9 +394,74 @@ def test_example_question_streams_an_answer_citing_its_page(page, tmp_path):
         SCREENSHOT.parent.mkdir(exist_ok=True)
         shutil.copyfile(shot, SCREENSHOT)
 
+    page.get_by_role("button", name="Copy answer").click()
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert copied.startswith(final.split("\n")[0][:20]) and f"[1] {expected['file']}" in copied, copied
+
+    choose(page, "#docqa-page-pick", where)
+    image = page.locator("#docqa-page img")
+    expect(image).to_have_attribute("src", re.compile(r"^data:image/png;base64,[A-Za-z0-9+/]{1000}"))
+
     page.get_by_role("button", name="New chat").click()
     expect(page.locator("#docqa-chat [data-testid='bot']")).to_have_count(0)
     expect(sources).to_have_text("Sources appear here.")
+    expect(image).to_have_count(0)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_uploaded_files_are_indexed_answered_and_followed_up(page, tmp_path, docqa_server):
+    from playwright.sync_api import expect
+
+    files, chunks = indexed_counts(page)
+    paths = []
+    for name, text in {**UPLOADS, "setup.exe": "MZ not a document"}.items():
+        paths.append(tmp_path / name)
+        paths[-1].write_text(text, encoding="utf-8")
+    report = upload(page, paths)
+
+    for name in UPLOADS:
+        expect(report).to_contain_text(f"Added {name} (1 chunk)")
+        assert (docqa_server.docs / name).is_file()
+    expect(report).to_contain_text("Refused setup.exe: file type .exe is not supported")
+    expect(page.locator("#docqa-status")).to_contain_text(f"{files + 2} files · {chunks + 2} chunks")
+    panel = page.locator("#docqa-index")
+    expect(panel.get_by_role("row", name=re.compile(r"^Files "))).to_contain_text(f"{files + 2} (")
+    expect(panel.get_by_role("row", name=re.compile(r"^Chunks "))).to_contain_text(str(chunks + 2))
+    page.locator("#docqa-remove-pick input").click()
+    for name in UPLOADS:
+        expect(page.get_by_role("option", name=name)).to_be_visible()
+    page.keyboard.press("Escape")
+
+    page.get_by_role("tab", name="Ask").click()
+    ask(page, UPLOAD_QUESTION)
+    finished_answer(page)
+    expect(page.locator("#docqa-sources")).to_contain_text("zebra-notes.md")
+
+    ask(page, "And on which day?")
+    expect(finished_answer(page, count=2)).to_contain_text("Searched for: ")
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_removed_document_leaves_the_folder_and_the_index(page, tmp_path, docqa_server):
+    from playwright.sync_api import expect
+
+    doomed = tmp_path / "ferry-timetable.md"
+    doomed.write_text("# Ferry\n\nThe first ferry leaves the quay at 06:40.\n", encoding="utf-8")
+    expect(upload(page, [doomed])).to_contain_text("Added ferry-timetable.md")
+    files, _ = indexed_counts(page)
+
+    choose(page, "#docqa-remove-pick", "ferry-timetable.md")
+    page.get_by_role("button", name="Remove…").click()
+    expect(page.get_by_text("Delete ferry-timetable.md from the documents folder and the index?")).to_be_visible()
+    page.get_by_role("button", name="Delete it").click()
+
+    expect(page.locator("#docqa-remove-report")).to_contain_text("Removed ferry-timetable.md")
+    expect(page.locator("#docqa-status")).to_contain_text(f"{files - 1} files")
+    assert not (docqa_server.docs / "ferry-timetable.md").exists()
+    page.locator("#docqa-remove-pick input").click()
+    expect(page.get_by_role("option", name="ferry-timetable.md")).to_have_count(0)
 
 
 @pytest.mark.browser

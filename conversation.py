@@ -1,0 +1,233 @@
+"""Follow-up questions: the chat history the model sees, and standalone questions for retrieval.
+
+Retrieval only sees one question, so "and what about tuples?" must first become "How do I
+create a tuple?". Two ways, combined:
+
+- a word rule that always works: a follow-up that names a new topic ("what about X") takes
+  the previous question and swaps the term most like X for X (the embedding model judges
+  "most like"); one that points back ("why is it immutable?") gets the previous question's
+  key words added;
+- the LLM, asked with a tight prompt and few tokens. Its output is used only when it reads
+  as a question that keeps the follow-up's own words; otherwise (empty, chatty, copied
+  context, too long: what the packaged 135M model often writes) the rule's result is used.
+
+History sent to the model is bounded by turns and by an estimate of tokens.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from config import Settings
+from keyword_index import tokenize
+
+log = logging.getLogger(__name__)
+
+Message = dict[str, str]
+
+CHARS_PER_TOKEN = 4
+"""Token estimate for bounding history: tokenizers differ by backend, and a bound needs no precision."""
+
+_LEAD = re.compile(
+    r"^\s*(?:(?:and|but|so|also|then|ok(?:ay)?|now)\b[,\s]*)*"
+    r"(?:(?:what|how)\s+about|what\s+of|how\s+(?:does|do|is|are)\s+that\s+(?:work\s+)?for|same\s+(?:for|with)|and\s+for|as\s+for)\s+",
+    re.IGNORECASE,
+)
+_CONNECTIVE = re.compile(r"^\s*(?:and|but|so|also|then|ok(?:ay)?|now)\b[,\s]*", re.IGNORECASE)
+_POINTERS = re.compile(
+    r"\b(?:it|its|it's|they|them|their|theirs|that|those|this|these|he|she|him|her|one|ones|the\s+same|there|such)\b",
+    re.IGNORECASE,
+)
+_TERSE = re.compile(r"^\s*(?:why|how|how so|really|example|examples|more|tell me more|go on|explain|and then|what else)\s*[?.!]*\s*$", re.IGNORECASE)
+QUESTION_WORDS = {
+    "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "is", "are", "was", "were",
+    "do", "does", "did", "can", "could", "should", "would", "will", "i", "my", "me", "you", "your",
+    "python", "book", "author", "use", "get", "make", "way", "difference", "mean", "means",
+}
+"""Words that ask rather than name the topic, kept out of a question's key terms."""
+FOLLOW_UP_MAX_WORDS = 10
+"""A follow-up is short: a long question names its own topic, even when it says "it"."""
+SWAP_MIN_SIMILARITY = 0.3
+"""A previous term this similar to the new topic (cosine) is replaced by it; below, the topic is added."""
+
+_OLD_CITATION = re.compile(r"\s?\[\d+\]")
+_WORD = re.compile(r"[A-Za-z_][\w'.-]*[\w]|[A-Za-z_]")
+
+
+@dataclass
+class Rewrite:
+    """A follow-up made standalone, and how: "llm" or "rule"."""
+
+    question: str
+    method: str
+
+
+def user_questions(history: list[Message]) -> list[str]:
+    return [m["content"].strip() for m in history if m.get("role") == "user" and m.get("content", "").strip()]
+
+
+def looks_like_follow_up(question: str, history: list[Message]) -> bool:
+    """A short question that leans on an earlier one: "and …", "what about …", or a pronoun."""
+    if not user_questions(history):
+        return False
+    words = question.split()
+    if len(words) > FOLLOW_UP_MAX_WORDS:
+        return False
+    if _LEAD.match(question) or _CONNECTIVE.match(question) or _TERSE.match(question):
+        return True
+    return bool(_POINTERS.search(question))
+
+
+def key_terms(question: str) -> list[str]:
+    """The words of a question that name its topic, in order, without asking words or stop words."""
+    out: list[str] = []
+    for word in _WORD.findall(question):
+        plain = word.strip(".'").lower()
+        if plain in QUESTION_WORDS or not tokenize(plain) or plain in (t.lower() for t in out):
+            continue
+        out.append(word.strip(".'"))
+    return out
+
+
+def rewrite_by_rule(question: str, previous: str, embedder: Any | None = None) -> str:
+    """Standalone version of `question` using the previous (standalone) question; no model needed."""
+    previous = previous.strip().rstrip("?.! ")
+    lead = _LEAD.match(question)
+    if lead:
+        topic = question[lead.end():].strip().rstrip("?.! ")
+        if topic:
+            swapped = _swap_in(previous, topic, embedder)
+            return swapped if swapped else f"{previous}, and {topic}?"
+    core = _CONNECTIVE.sub("", question).strip()
+    if _TERSE.match(core):
+        return f"{core.rstrip('?.! ').capitalize()}: {previous}?"
+    missing = [t for t in key_terms(previous) if not set(tokenize(t)) <= set(tokenize(core))]
+    if not missing:
+        return core
+    return f"{core.rstrip('?.! ')} ({' '.join(missing[:6])})?"
+
+
+def _swap_in(previous: str, topic: str, embedder: Any | None) -> str | None:
+    """`previous` with the key term most like `topic` replaced by it, or None when none is alike."""
+    terms = key_terms(previous)
+    if not terms or embedder is None:
+        return None
+    vectors = np.asarray(embedder.embed_documents([topic, *terms]), dtype=np.float32)
+    sims = vectors[1:] @ vectors[0]
+    best = int(np.argmax(sims))
+    if sims[best] < SWAP_MIN_SIMILARITY:
+        return None
+    swapped = re.sub(rf"(?<![\w]){re.escape(terms[best])}(?![\w])", topic, previous, count=1)
+    return f"{swapped}?"
+
+
+REWRITE_PROMPT = (
+    "Rewrite the user's last question so it can be understood without the conversation. "
+    "Keep its meaning and its words; add only the topic from the earlier question. "
+    "Reply with the rewritten question only, on one line."
+)
+
+
+def rewrite_messages(question: str, history: list[Message]) -> list[Message]:
+    lines = []
+    for m in history[-4:]:
+        text = " ".join(m["content"].split())
+        if m.get("role") == "assistant":
+            text = text[:200] + ("…" if len(text) > 200 else "")
+        lines.append(f"{'User' if m.get('role') == 'user' else 'Assistant'}: {text}")
+    user = "Conversation:\n" + "\n".join(lines) + f"\n\nLast question: {question}\n\nRewritten question:"
+    return [{"role": "system", "content": REWRITE_PROMPT}, {"role": "user", "content": user}]
+
+
+def clean_rewrite(output: str, question: str, previous: str) -> str | None:
+    """The model's rewrite if it reads as a usable standalone question, else None."""
+    lines = [line.strip() for line in output.strip().splitlines() if line.strip()]
+    if not lines:
+        return None
+    text = re.sub(r"^(?:rewritten|standalone)?\s*question\s*:\s*", "", lines[0], flags=re.IGNORECASE)
+    text = text.strip().strip("\"'`").strip()
+    words = text.split()
+    if len(words) < 3 or len(text) > max(3 * len(question), len(previous) + len(question) + 20, 160):
+        return None
+    if re.search(r"(?i)\b(?:user|assistant|conversation|rewrit\w*|sorry|as an ai)\b|<|\[\d+\]", text):
+        return None
+    own = set(tokenize(_LEAD.sub("", _CONNECTIVE.sub("", question))))
+    got = set(tokenize(text))
+    before = set(tokenize(previous))
+    if own and not own <= got:
+        return None  # it lost the follow-up's own topic
+    if before and not (before & got):
+        return None  # it did not bring the earlier topic along
+    if got == set(tokenize(previous)) and own - before:
+        return None  # it just repeated the previous question
+    return text if text.endswith("?") else text.rstrip(".!") + "?"
+
+
+def make_standalone(question: str, history: list[Message], llm: Any | None, embedder: Any | None, settings: Settings) -> Rewrite | None:
+    """The standalone form of a follow-up, or None when `question` already stands alone."""
+    if not looks_like_follow_up(question, history):
+        return None
+    previous = previous_standalone(history, embedder)
+    rule = rewrite_by_rule(question, previous, embedder)
+    if settings.follow_up_rewrite == "llm" and llm is not None:
+        from errors import LLMError
+
+        try:
+            output = llm.complete(rewrite_messages(question, history), max_tokens=settings.rewrite_max_tokens)
+        except LLMError as exc:
+            log.info("Follow-up rewrite by the model failed (%s); using the word rule", exc)
+        else:
+            cleaned = clean_rewrite(output, question, previous)
+            if cleaned:
+                return Rewrite(cleaned, "llm")
+            log.info("Follow-up rewrite by the model unusable (%r); using the word rule", output[:120])
+    return Rewrite(rule, "rule")
+
+
+def previous_standalone(history: list[Message], embedder: Any | None) -> str:
+    """The last user question made standalone by the rule, resolving a chain of follow-ups."""
+    questions = user_questions(history)
+    resolved = questions[0]
+    for q in questions[1:]:
+        resolved = rewrite_by_rule(q, resolved, embedder) if looks_like_follow_up(q, [{"role": "user", "content": resolved}]) else q
+    return resolved
+
+
+def bounded_history(history: list[Message] | None, max_turns: int, max_tokens: int) -> list[Message]:
+    """The most recent turns that fit both bounds, oldest first; always whole user/assistant pairs."""
+    if not history or max_turns <= 0 or max_tokens <= 0:
+        return []
+    clean = []
+    for m in history:
+        content = str(m.get("content") or "").strip()
+        if m.get("role") == "assistant":
+            content = _OLD_CITATION.sub("", content).strip()  # its numbers pointed at other passages
+        if m.get("role") in ("user", "assistant") and content:
+            clean.append({"role": m["role"], "content": content})
+    pairs: list[list[Message]] = []
+    for m in clean:
+        if m["role"] == "user" or not pairs:
+            pairs.append([m])
+        else:
+            pairs[-1].append(m)
+    budget = max_tokens * CHARS_PER_TOKEN
+    kept: list[list[Message]] = []
+    for pair in reversed(pairs[-max_turns:]):
+        size = sum(len(m["content"]) for m in pair)
+        if size > budget:
+            if kept:
+                break
+            pair = [{**m, "content": _shorten(m["content"], budget // len(pair))} for m in pair]
+            size = budget
+        kept.append(pair)
+        budget -= size
+    return [m for pair in reversed(kept) for m in pair]
+
+
+def _shorten(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[: max(0, chars - 1)].rstrip() + "…"

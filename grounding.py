@@ -1,0 +1,189 @@
+"""Is the answer backed by the passages? Relevance before generation, support after it.
+
+Two checks, both with the real embedding model and stemmed keyword overlap, neither with
+the LLM (the embedded 135M model cannot judge its own answers):
+
+- `assess_relevance`: before answering, whether any retrieved passage is close enough to
+  the question to answer from. Retrieval scores are rank-based (RRF) and say nothing about
+  relevance, so this uses the cosine similarity of the question to the passages' sentences.
+- `check_grounding`: after answering, each answer sentence against the passages it cites
+  (all passages when it cites none): supported when its best cosine similarity to a passage
+  sentence, or its share of content words found in those passages, reaches the thresholds.
+
+Passage sentences are embedded once per answer (`PassageSentences`) and serve both checks
+and the highlights: the passage sentences that support the answer or match the question.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from config import Settings
+from keyword_index import tokenize
+
+CITATION = re.compile(r"\[(\d+)\]")
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9`])")
+_BLOCK_BREAK = re.compile(r"\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)]|#+)\s)")
+MIN_SENTENCE_WORDS = 4
+"""Shorter answer fragments ("Yes.", "[1]") carry no claim worth checking."""
+MAX_SENTENCE_CHARS = 400
+"""A longer span (a code block, a table) is cut at line ends so each piece can be matched."""
+HIGHLIGHTS_PER_PASSAGE = 3
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of `text`, each an exact substring of it, in order; blank pieces dropped."""
+    spans: list[str] = []
+    for block in _BLOCK_BREAK.split(text):
+        for sentence in _SENTENCE_END.split(block):
+            sentence = sentence.strip()
+            if not sentence:
+                continue
+            if len(sentence) <= MAX_SENTENCE_CHARS:
+                spans.append(sentence)
+            else:
+                spans.extend(line.strip() for line in sentence.splitlines() if line.strip())
+    return spans
+
+
+def content_terms(text: str) -> set[str]:
+    """Stemmed words without stop words or citation numbers, as the keyword index sees them."""
+    return set(tokenize(CITATION.sub(" ", text)))
+
+
+def _strip_markup(sentence: str) -> str:
+    return " ".join(CITATION.sub(" ", sentence).replace("#", " ").replace("*", " ").split())
+
+
+@dataclass
+class PassageSentences:
+    """The sentences of each passage with their embeddings, computed once per answer."""
+
+    texts: list[list[str]]
+    vectors: list[np.ndarray]
+    terms: list[set[str]]
+
+    @classmethod
+    def embed(cls, embedder: Any, passages: Sequence[str]) -> PassageSentences:
+        texts = [[s for s in split_sentences(p) if len(s.split()) >= 2] or [p.strip()] for p in passages]
+        flat = [_strip_markup(s) for sentences in texts for s in sentences]
+        matrix = np.asarray(embedder.embed_documents(flat), dtype=np.float32) if flat else np.zeros((0, 1))
+        vectors, start = [], 0
+        for sentences in texts:
+            vectors.append(matrix[start : start + len(sentences)])
+            start += len(sentences)
+        return cls(texts=texts, vectors=vectors, terms=[content_terms(p) for p in passages])
+
+    def best_match(self, vector: np.ndarray, numbers: Sequence[int]) -> tuple[float, int, int]:
+        """(similarity, passage number, sentence index) of the closest sentence among `numbers` (1-based)."""
+        best = (-1.0, 0, 0)
+        for n in numbers:
+            sims = self.vectors[n - 1] @ vector
+            if len(sims):
+                i = int(np.argmax(sims))
+                if sims[i] > best[0]:
+                    best = (float(sims[i]), n, i)
+        return best
+
+
+@dataclass
+class Relevance:
+    """How well the best passage fits the question, and whether that is enough to answer."""
+
+    similarity: float
+    overlap: float
+    relevant: bool
+
+
+def assess_relevance(question_vector: np.ndarray, question: str, sentences: PassageSentences, settings: Settings) -> Relevance:
+    """Relevant when the closest passage sentence is similar enough to the question.
+
+    A passage can also pass on words alone: when it holds most of the question's content
+    words (an exact name or identifier the embedding model does not know) and its
+    similarity is still above the lower bar.
+    """
+    numbers = range(1, len(sentences.texts) + 1)
+    similarity = sentences.best_match(question_vector, numbers)[0] if sentences.texts else 0.0
+    asked = content_terms(question)
+    overlap = max((len(asked & terms) / len(asked) for terms in sentences.terms), default=0.0) if asked else 0.0
+    relevant = similarity >= settings.relevance_min_similarity or (
+        overlap >= settings.relevance_min_overlap and similarity >= settings.relevance_min_similarity_with_overlap
+    )
+    return Relevance(round(similarity, 4), round(overlap, 4), relevant)
+
+
+@dataclass
+class SentenceSupport:
+    sentence: str
+    cited: list[int]
+    similarity: float
+    overlap: float
+    supported: bool
+    evidence: tuple[int, int] | None = None  # (passage number, sentence index) it matched
+
+
+@dataclass
+class Grounding:
+    checked: list[SentenceSupport] = field(default_factory=list)
+    highlights: dict[int, list[str]] = field(default_factory=dict)
+
+    @property
+    def unsupported(self) -> list[str]:
+        return [s.sentence for s in self.checked if not s.supported]
+
+    @property
+    def supported_share(self) -> float | None:
+        return sum(s.supported for s in self.checked) / len(self.checked) if self.checked else None
+
+
+def claim_sentences(answer: str, skip: Sequence[str] = ()) -> list[str]:
+    """Answer sentences that make a claim: long enough, not a notice docqa itself added."""
+    out = []
+    for sentence in split_sentences(answer):
+        plain = _strip_markup(sentence)
+        if len(plain.split()) < MIN_SENTENCE_WORDS or plain.startswith("⚠") or any(s in sentence for s in skip):
+            continue
+        out.append(sentence)
+    return out
+
+
+def check_grounding(
+    answer: str,
+    sentences: PassageSentences,
+    embedder: Any,
+    settings: Settings,
+    question_vector: np.ndarray | None = None,
+    skip: Sequence[str] = (),
+) -> Grounding:
+    """Judge each claim of `answer` against the passages it cites; collect highlights."""
+    count = len(sentences.texts)
+    claims = claim_sentences(answer, skip)
+    result = Grounding()
+    marked: dict[int, set[int]] = {}
+    if claims and count:
+        vectors = np.asarray(embedder.embed_documents([_strip_markup(c) for c in claims]), dtype=np.float32)
+        for claim, vector in zip(claims, vectors):
+            cited = sorted({int(n) for n in CITATION.findall(claim) if 1 <= int(n) <= count})
+            against = cited or list(range(1, count + 1))
+            similarity, n, i = sentences.best_match(vector, against)
+            terms = content_terms(claim)
+            known = set().union(*(sentences.terms[m - 1] for m in against))
+            overlap = len(terms & known) / len(terms) if terms else 0.0
+            supported = similarity >= settings.grounding_min_similarity or overlap >= settings.grounding_min_overlap
+            evidence = (n, i) if n and similarity >= settings.grounding_min_similarity else None
+            if supported and evidence:
+                marked.setdefault(n, set()).add(i)
+            result.checked.append(SentenceSupport(claim, cited, round(similarity, 4), round(overlap, 4), supported, evidence))
+    if question_vector is not None:
+        for n in range(1, count + 1):
+            sims = sentences.vectors[n - 1] @ question_vector
+            if len(sims) and sims.max() >= settings.highlight_min_similarity:
+                marked.setdefault(n, set()).add(int(np.argmax(sims)))
+    for n, indexes in sorted(marked.items()):
+        result.highlights[n] = [sentences.texts[n - 1][i] for i in sorted(indexes)[:HIGHLIGHTS_PER_PASSAGE]]
+    return result
