@@ -37,6 +37,13 @@ class Settings:
     )
     # Files
     max_file_mb: float = _setting(50.0, "Files larger than this (MB) are skipped with a reason.")
+    convert_workers: int = _setting(0, "Processes converting files in parallel; 0 picks min(cores, 4).")
+    convert_timeout_s: float = _setting(
+        120.0, "A file whose conversion takes longer is skipped, so one bad file cannot hang indexing."
+    )
+    convert_memory_mb: int = _setting(
+        2048, "Memory limit of a conversion worker; a file needing more is skipped (0 = no limit)."
+    )
     # Chunking
     chunk_size: int = _setting(1000, "Characters per chunk.")
     chunk_overlap: int = _setting(200, "Characters shared by neighbouring chunks.")

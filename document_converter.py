@@ -86,6 +86,14 @@ def is_supported(path: Path) -> bool:
     return path.suffix.lower() in SUPPORTED_EXTENSIONS
 
 
+def cached_conversion(cache_dir: Path | None, sha256: str) -> Path | None:
+    """The cache file of an earlier conversion of this content, if there is one."""
+    if cache_dir is None:
+        return None
+    path = cache_dir / f"{sha256}.v{CONVERTER_VERSION}.json"
+    return path if path.is_file() else None
+
+
 def convert_document(path: Path, source: str, cache_dir: Path | None = None, sha256: str | None = None) -> ConvertedDocument:
     """Convert one file, using the cache when the file's content was converted before."""
     cache_file = None

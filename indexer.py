@@ -16,10 +16,18 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from config import Settings
-from document_converter import CONVERTER_VERSION, ConvertedDocument, convert_document, file_sha256, is_supported
+from converter_workers import ConverterPool
+from document_converter import (
+    CONVERTER_VERSION,
+    ConvertedDocument,
+    cached_conversion,
+    convert_document,
+    file_sha256,
+    is_supported,
+)
 from errors import ConversionError, DocqaError, LockError
 from keyword_index import KeywordIndex
 from text_splitter import Chunk, split_document
@@ -242,6 +250,7 @@ class Indexer:
         self.vectors = vectors
         self.keywords = keywords
         self.manifest = Manifest.load(settings.manifest_path)
+        self._pool: ConverterPool | None = None
 
     def signature(self) -> dict[str, Any]:
         """What, if changed, makes every existing chunk stale."""
@@ -332,25 +341,43 @@ class Indexer:
         if source in self.manifest.files:  # a file that used to work and now fails: drop its stale chunks
             self._remove(source)
 
+    def _converted(self, todo: list[tuple[str, Path, os.stat_result, str]], report: IndexReport) -> Iterator[tuple[str, ConvertedDocument | None, str | None]]:
+        """Cached conversions straight away; the rest from the worker pool, as they finish."""
+        s = self.settings
+        jobs = []
+        for source, path, _, sha in todo:
+            if cached_conversion(s.cache_dir, sha) is not None:
+                yield source, convert_document(path, source, s.cache_dir, sha), None
+            else:
+                jobs.append((source, path, sha))
+        if not jobs:
+            return
+        if self._pool is None:
+            self._pool = ConverterPool(s.convert_workers, s.convert_timeout_s, s.convert_memory_mb, s.cache_dir)
+        t = time.perf_counter()
+        for result in self._pool.convert(jobs):
+            report.timed("convert", t)
+            yield result
+            t = time.perf_counter()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
     def _index_files(self, todo: list[tuple[str, Path, os.stat_result, str]], report: IndexReport, progress: Progress | None) -> None:
         s = self.settings
         total = len(todo)
+        stats = {source: (st, sha) for source, _, st, sha in todo}
         batch: list[Pending] = []
         batch_chunks = 0
-        for done, (source, path, st, sha) in enumerate(todo, start=1):
-            try:
-                t = time.perf_counter()
-                doc = convert_document(path, source, s.cache_dir, sha)
-                report.timed("convert", t)
-                t = time.perf_counter()
-                chunks = split_document(doc, s.chunk_size, s.chunk_overlap, s.chunk_separators)
-                report.timed("split", t)
-                if not chunks:
-                    raise ConversionError("no text to index")
-            except ConversionError as exc:
-                self._fail(source, str(exc), st, report)
-            except OSError as exc:
-                self._fail(source, f"cannot be read: {exc.strerror or exc}", st, report)
+        for done, (source, doc, error) in enumerate(self._converted(todo, report), start=1):
+            st, sha = stats[source]
+            t = time.perf_counter()
+            chunks = split_document(doc, s.chunk_size, s.chunk_overlap, s.chunk_separators) if doc else []
+            report.timed("split", t)
+            if doc is None or not chunks:
+                self._fail(source, error or "no text to index", st, report)
             else:
                 batch.append(Pending(source, st.st_size, st.st_mtime, sha, doc, chunks))
                 batch_chunks += len(chunks)

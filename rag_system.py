@@ -554,6 +554,7 @@ class RAGSystem:
     def close(self) -> None:
         if self._watcher is not None:
             self._watcher.stop()
+        self.indexer.close()
         if self._lock:
             self._lock.release()
 

@@ -142,7 +142,7 @@ def ask_json(shipped, embedder, monkeypatch, capsys):
 def test_ask_cites_the_expected_file_first(ask_json, question):
     code, answer = ask_json(question)
     assert code == 0
-    assert answer["answer"] == "From the documents [1]."
+    assert answer["answer"].startswith("From the documents")  # the model's words reach the JSON
     expected = EXPECTED_SOURCES[question]
     top = answer["sources"][0]
     assert top["source"] == expected["file"]

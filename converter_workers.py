@@ -1,0 +1,137 @@
+"""Convert files in worker processes, in parallel, each under a time and memory limit.
+
+A hostile or pathological file (a PDF bomb, a page that never finishes rendering, a
+corrupt DOCX that explodes in memory) can only take down its worker: the file is reported
+as failed with the reason, the pool is rebuilt, and indexing goes on. Workers are spawned,
+not forked, so they never inherit the parent's torch threads or open stores.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from document_converter import ConvertedDocument, convert_document
+from errors import ConversionError
+
+log = logging.getLogger(__name__)
+
+Job = tuple[str, Path, str]  # (source, path, sha256)
+Result = tuple[str, ConvertedDocument | None, str | None]  # (source, document, error)
+
+
+def _limit_memory(memory_mb: int) -> None:
+    if memory_mb > 0:
+        import resource
+
+        limit = memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _convert(path: Path, source: str, cache_dir: Path | None, sha: str) -> tuple[str | None, str | None]:
+    """In the worker: the converted document as JSON, or the reason it failed."""
+    try:
+        return convert_document(path, source, cache_dir, sha).to_json(), None
+    except ConversionError as exc:
+        return None, str(exc)
+    except MemoryError:
+        return None, "needs more memory than the conversion limit allows (CONVERT_MEMORY_MB)"
+    except OSError as exc:
+        return None, f"cannot be read: {exc.strerror or exc}"
+    except Exception as exc:  # a converter bug must cost one file, not the run
+        return None, f"conversion failed: {type(exc).__name__}: {exc}"
+
+
+class ConverterPool:
+    def __init__(self, workers: int = 0, timeout_s: float = 120.0, memory_mb: int = 2048, cache_dir: Path | None = None, convert_fn: Callable[..., tuple[str | None, str | None]] | None = None) -> None:
+        self.convert_fn = convert_fn or _convert
+        self.workers = workers or max(1, min(4, os.cpu_count() or 1))
+        self.timeout_s = timeout_s
+        self.memory_mb = memory_mb
+        self.cache_dir = cache_dir
+        self._pool: ProcessPoolExecutor | None = None
+
+    def _start(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.workers,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_limit_memory,
+                initargs=(self.memory_mb,),
+            )
+        return self._pool
+
+    def _kill(self) -> None:
+        """Stop every worker now, hung ones included; the next job starts a fresh pool."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        for proc in list(getattr(pool, "_processes", {}).values()):
+            try:
+                proc.kill()
+            except Exception:
+                pass
+        pool.shutdown(wait=False, cancel_futures=True)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def convert(self, jobs: Iterable[Job]) -> Iterator[Result]:
+        """Convert every job; yields results as they finish (not in order)."""
+        suspects: list[Job] = []
+        yield from self._run_parallel(list(jobs), suspects)
+        # A crash breaks the whole pool and every job in flight with it: run those again one
+        # at a time, so only the file that really crashes its worker is reported.
+        for job in suspects:
+            yield from self._run_parallel([job], None)
+
+    def _run_parallel(self, pending: list[Job], suspects: list[Job] | None) -> Iterator[Result]:
+        while pending:
+            pool = self._start()
+            running: dict[Future, Job] = {}
+            for job in pending:
+                source, path, sha = job
+                running[pool.submit(self.convert_fn, path, source, self.cache_dir, sha)] = job
+            pending = []
+            while running:
+                done, _ = wait(running, timeout=self.timeout_s, return_when=FIRST_COMPLETED)
+                if not done:
+                    # Nothing finished within the limit: the jobs in flight are hung.
+                    stuck = [j for f, j in running.items() if f.running()] or list(running.values())
+                    pending = [j for f, j in running.items() if j not in stuck]
+                    self._kill()
+                    for source, _, _ in stuck:
+                        log.warning("Skipped %s: conversion took longer than %.0fs", source, self.timeout_s)
+                        yield source, None, f"conversion took longer than {self.timeout_s:.0f}s (CONVERT_TIMEOUT_S); skipped"
+                    break
+                crashed: list[Job] = []
+                for future in done:
+                    job = running.pop(future)
+                    try:
+                        raw, error = future.result()
+                    except BrokenProcessPool:
+                        crashed.append(job)
+                        continue
+                    except MemoryError:
+                        yield job[0], None, "needs more memory than the conversion limit allows (CONVERT_MEMORY_MB); skipped"
+                        continue
+                    except Exception as exc:
+                        yield job[0], None, f"conversion failed: {type(exc).__name__}: {exc}"
+                        continue
+                    yield job[0], (ConvertedDocument.from_json(raw) if raw else None), error
+                if crashed:
+                    self._kill()
+                    if suspects is None:  # already alone in its pool: this file is the culprit
+                        for source, _, _ in crashed:
+                            log.warning("Skipped %s: the converter crashed", source)
+                            yield source, None, "the converter crashed on this file (out of memory or a library crash); skipped"
+                    else:
+                        suspects.extend(crashed + list(running.values()))
+                    break
