@@ -130,13 +130,16 @@ class Settings:
         0.45, "The lower similarity bar for a passage that holds most of the question's words."
     )
     grounding_min_similarity: float = _setting(
-        0.6,
-        "An answer sentence is supported when a sentence of a passage it cites has at least this cosine "
-        "similarity to it; unsupported sentences are marked in the UI and listed by `ask --json`.",
+        0.55,
+        "An answer sentence is supported when a sentence of a passage it cites (any passage if it cites none) "
+        "has at least this cosine similarity to it and GROUNDING_MIN_OVERLAP of its words occur there; "
+        "unsupported sentences are marked in the UI and listed by `ask --json`.",
     )
     grounding_min_overlap: float = _setting(
-        0.7,
-        "An answer sentence is also supported when this share of its content words occurs in the passages it cites.",
+        0.6, "Share of an answer sentence's content words (stemmed, no stop words) that must occur in the passages it cites."
+    )
+    grounding_strong_similarity: float = _setting(
+        0.75, "An answer sentence this similar to a cited passage sentence is supported whatever its words (a paraphrase)."
     )
     highlight_min_similarity: float = _setting(
         0.5, "A passage sentence this similar to the question is highlighted on its source card."

@@ -25,7 +25,19 @@ Job = tuple[str, Path, str]  # (source, path, sha256)
 Result = tuple[str, ConvertedDocument | None, str | None]  # (source, document, error)
 
 
-def _limit_memory(memory_mb: int) -> None:
+def _init_worker(memory_mb: int) -> None:
+    """In each worker: a memory ceiling, and exit when the parent dies (even by SIGKILL)."""
+    import threading
+    import time
+
+    parent = os.getppid()
+
+    def watch_parent() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch_parent, daemon=True).start()
     if memory_mb > 0:
         import resource
 
@@ -61,7 +73,7 @@ class ConverterPool:
             self._pool = ProcessPoolExecutor(
                 max_workers=self.workers,
                 mp_context=multiprocessing.get_context("spawn"),
-                initializer=_limit_memory,
+                initializer=_init_worker,
                 initargs=(self.memory_mb,),
             )
         return self._pool

@@ -7,8 +7,9 @@ the LLM (the embedded 135M model cannot judge its own answers):
   the question to answer from. Retrieval scores are rank-based (RRF) and say nothing about
   relevance, so this uses the cosine similarity of the question to the passages' sentences.
 - `check_grounding`: after answering, each answer sentence against the passages it cites
-  (all passages when it cites none): supported when its best cosine similarity to a passage
-  sentence, or its share of content words found in those passages, reaches the thresholds.
+  (all passages when it cites none): supported when its closest passage sentence is similar
+  enough and most of its content words occur in those passages, or when the closest
+  sentence is very similar (a paraphrase in other words).
 
 Passage sentences are embedded once per answer (`PassageSentences`) and serve both checks
 and the highlights: the passage sentences that support the answer or match the question.
@@ -141,6 +142,11 @@ class Grounding:
         return sum(s.supported for s in self.checked) / len(self.checked) if self.checked else None
 
 
+def _highlightable(sentence: str) -> bool:
+    """Worth marking on a card: a sentence, not a heading or a stray fragment."""
+    return not sentence.lstrip().startswith("#") and len(sentence.split()) >= MIN_SENTENCE_WORDS
+
+
 def claim_sentences(answer: str, skip: Sequence[str] = ()) -> list[str]:
     """Answer sentences that make a claim: long enough, not a notice docqa itself added."""
     out = []
@@ -174,16 +180,22 @@ def check_grounding(
             terms = content_terms(claim)
             known = set().union(*(sentences.terms[m - 1] for m in against))
             overlap = len(terms & known) / len(terms) if terms else 0.0
-            supported = similarity >= settings.grounding_min_similarity or overlap >= settings.grounding_min_overlap
-            evidence = (n, i) if n and similarity >= settings.grounding_min_similarity else None
-            if supported and evidence:
+            supported = similarity >= settings.grounding_strong_similarity or (
+                similarity >= settings.grounding_min_similarity and overlap >= settings.grounding_min_overlap
+            )
+            evidence = (n, i) if supported and n else None
+            if evidence and _highlightable(sentences.texts[n - 1][i]):
                 marked.setdefault(n, set()).add(i)
             result.checked.append(SentenceSupport(claim, cited, round(similarity, 4), round(overlap, 4), supported, evidence))
     if question_vector is not None:
         for n in range(1, count + 1):
             sims = sentences.vectors[n - 1] @ question_vector
-            if len(sims) and sims.max() >= settings.highlight_min_similarity:
-                marked.setdefault(n, set()).add(int(np.argmax(sims)))
+            for i in np.argsort(-sims):
+                if sims[i] < settings.highlight_min_similarity:
+                    break
+                if _highlightable(sentences.texts[n - 1][i]):
+                    marked.setdefault(n, set()).add(int(i))
+                    break
     for n, indexes in sorted(marked.items()):
         result.highlights[n] = [sentences.texts[n - 1][i] for i in sorted(indexes)[:HIGHLIGHTS_PER_PASSAGE]]
     return result

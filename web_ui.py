@@ -7,6 +7,8 @@ markdown in which no HTML or image from the model can appear (see `safe_markdown
 only markup in a message is our own, added after escaping: `[n]` citations become links to
 the source cards, and unsupported sentences are wrapped in `<mark>`. The conversation
 lives in server-side state, so what the browser sends back is never rendered as our output.
+A PDF page is sent inline as a data: URI and an upload's temporary copy is deleted once
+saved, so no private document lingers in Gradio's file cache.
 
 Written for Gradio 6: `css` goes to `launch()`, the Chatbot takes ``{"role", "content"}``
 messages, and helper events (uploads, the status timer) are hidden with
@@ -158,7 +160,7 @@ def answer_markdown(answer: Any) -> str:
     pieces.append(safe_markdown(text[pos:]))
     out = link_citations("".join(pieces), len(answer.passages)) or "…"
     if unsupported:
-        out += f"\n\n<span class='docqa-note'>⚠ Underlined: {UNSUPPORTED_NOTE.lower()}.</span>"
+        out += f"\n\n<span class='docqa-note'>⚠ Underlined sentences: {UNSUPPORTED_NOTE.lower()}.</span>"
     searched = searched_for(answer)
     if searched:
         out += f"\n\n<span class='docqa-note'>Searched for: {literal_markdown(searched)}</span>"
@@ -382,9 +384,14 @@ def build_app(rag: Any) -> Any:
 
     from rag_system import answer_as_text
 
-    def respond(question: str | None, turns: list[Message], history: list[Message], files: list[str] | None) -> Iterator[tuple[Any, ...]]:
-        """Stream one answer. Outputs: chat, turns, history, sources, question box, status,
-        copy text, page picker, page view, page targets."""
+    def respond(
+        question: str | None, turns: list[Message], history: list[Message], files: list[str] | None
+    ) -> Iterator[tuple[Any, ...]]:
+        """Stream one answer with the chat so far as its history.
+
+        Outputs: chat, turns, history, sources, question box, status, copy text, page picker,
+        page view, page targets.
+        """
         question = (question or "").strip()
         if not question:
             yield (gr.skip(),) * 10
@@ -395,7 +402,10 @@ def build_app(rag: Any) -> Any:
         for answer in rag.stream_answer(question, where=where, history=history):
             chat = [*asked, answer_message(answer)]
             if answer.done:
-                said = [] if answer.error else [{"role": "user", "content": question}, {"role": "assistant", "content": answer.text}]
+                # The model sees earlier turns as plain text; a failed answer is left out.
+                said = [] if answer.error else [
+                    {"role": "user", "content": question}, {"role": "assistant", "content": answer.text}
+                ]
                 targets = page_targets(answer)
                 yield (
                     chat, chat, [*history, *said], sources_html(answer), gr.skip(), status_markdown(rag.stats()),
@@ -440,7 +450,7 @@ def build_app(rag: Any) -> Any:
         )
 
     def poll(seen: tuple[Any, ...] | None, files: list[str] | None, removing: str | None) -> tuple[Any, ...]:
-        """Every few seconds: nothing unless the background indexer moved on since last time.
+        """On load, then every few seconds: nothing unless the background indexer moved on.
 
         While a sync runs only the progress line changes; stats are read once it is over.
         """
@@ -448,11 +458,13 @@ def build_app(rag: Any) -> Any:
         now = (indexing.get("state"), indexing.get("done"), indexing.get("total"), indexing.get("finished"))
         if now == seen:
             return (gr.skip(),) * 6
-        if now[0] == "indexing":
+        if now[0] == "indexing" and seen is not None:
             return gr.skip(), indexing_markdown(indexing), gr.skip(), gr.skip(), gr.skip(), now
         return (*refresh(files, removing), now)
 
-    def upload(paths: list[str] | None, files: list[str] | None, removing: str | None, progress: Any = gr.Progress()) -> tuple[Any, ...]:
+    def upload(
+        paths: list[str] | None, files: list[str] | None, removing: str | None, progress: Any = gr.Progress()
+    ) -> tuple[Any, ...]:
         """Save each file into the documents folder, index once, report what became of each."""
         added, refused, error = [], [], None
         for path in paths or []:
@@ -467,7 +479,7 @@ def build_app(rag: Any) -> Any:
                 Path(path).unlink(missing_ok=True)  # no copy of a private file left in Gradio's cache
         if added:
             try:
-                rag.index(progress=lambda stage, done, total: progress((done, total), desc=f"Indexing ({stage})", unit="files"))
+                rag.index(progress=lambda stage, done, total: progress((done, total), desc=f"Indexing: {stage}", unit="files"))
             except DocqaError as exc:
                 error = str(exc)
             except Exception:
@@ -488,7 +500,7 @@ def build_app(rag: Any) -> Any:
             return (gr.update(visible=False), "", *(gr.skip(),) * 5)
         try:
             rag.remove_document(source)
-        except DocqaError as exc:
+        except (DocqaError, OSError) as exc:
             return (gr.update(visible=False), f"<p>⚠ {html.escape(str(exc))}</p>", *(gr.skip(),) * 5)
         note = f"<p>✓ Removed <code>{html.escape(source)}</code> from the index and the documents folder.</p>"
         return (gr.update(visible=False), note, *refresh(files, None))
@@ -513,7 +525,9 @@ def build_app(rag: Any) -> Any:
                             sanitize_html=True,
                             allow_tags=False,
                             latex_delimiters=[],
-                            buttons=["copy", "copy_all"],
+                            # Gradio's copy buttons would copy our link and <mark> markup; "Copy answer"
+                            # copies the answer and its sources as plain text instead.
+                            buttons=[],
                             feedback_options=None,
                         )
                         box = gr.Textbox(
