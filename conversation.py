@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from config import Settings
-from keyword_index import tokenize
+from grounding import content_terms
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +55,7 @@ FOLLOW_UP_MAX_WORDS = 10
 SWAP_MIN_SIMILARITY = 0.3
 """A previous term this similar to the new topic (cosine) is replaced by it; below, the topic is added."""
 
+_ASKING = re.compile(r"(?:what|which|who|when|where|why|how|is|are|do|does|did|can|could|should|would|will)\b", re.IGNORECASE)
 _OLD_CITATION = re.compile(r"\s?\[\d+\]")
 _WORD = re.compile(r"[A-Za-z_][\w'.-]*[\w]|[A-Za-z_]")
 
@@ -88,7 +89,7 @@ def key_terms(question: str) -> list[str]:
     out: list[str] = []
     for word in _WORD.findall(question):
         plain = word.strip(".'").lower()
-        if plain in QUESTION_WORDS or not tokenize(plain) or plain in (t.lower() for t in out):
+        if plain in QUESTION_WORDS or not content_terms(plain) or plain in (t.lower() for t in out):
             continue
         out.append(word.strip(".'"))
     return out
@@ -97,19 +98,29 @@ def key_terms(question: str) -> list[str]:
 def rewrite_by_rule(question: str, previous: str, embedder: Any | None = None) -> str:
     """Standalone version of `question` using the previous (standalone) question; no model needed."""
     previous = previous.strip().rstrip("?.! ")
-    lead = _LEAD.match(question)
-    if lead:
-        topic = question[lead.end():].strip().rstrip("?.! ")
-        if topic:
-            swapped = _swap_in(previous, topic, embedder)
-            return swapped if swapped else f"{previous}, and {topic}?"
+    topic = new_topic(question)
+    if topic:
+        swapped = _swap_in(previous, topic, embedder)
+        return swapped if swapped else f"{previous}, and {topic}?"
     core = _CONNECTIVE.sub("", question).strip()
     if _TERSE.match(core):
         return f"{core.rstrip('?.! ').capitalize()}: {previous}?"
-    missing = [t for t in key_terms(previous) if not set(tokenize(t)) <= set(tokenize(core))]
+    missing = [t for t in key_terms(previous) if not content_terms(t) <= content_terms(core)]
     if not missing:
         return core
     return f"{core.rstrip('?.! ')} ({' '.join(missing[:6])})?"
+
+
+def new_topic(question: str) -> str | None:
+    """X in "what about X?", "and X?", "how about X?": a new topic for the previous question."""
+    lead = _LEAD.match(question)
+    if lead:
+        return question[lead.end():].strip().rstrip("?.! ") or None
+    if _CONNECTIVE.match(question):
+        core = _CONNECTIVE.sub("", question).strip().rstrip("?.! ")
+        if core and len(core.split()) <= 4 and not _ASKING.match(core) and not _POINTERS.search(core):
+            return core
+    return None
 
 
 def _swap_in(previous: str, topic: str, embedder: Any | None) -> str | None:
@@ -156,15 +167,15 @@ def clean_rewrite(output: str, question: str, previous: str) -> str | None:
         return None
     if re.search(r"(?i)\b(?:user|assistant|conversation|rewrit\w*|sorry|as an ai)\b|<|\[\d+\]", text):
         return None
-    own = set(tokenize(_LEAD.sub("", _CONNECTIVE.sub("", question))))
-    got = set(tokenize(text))
-    before = set(tokenize(previous))
+    own = content_terms(question)
+    got = content_terms(text)
+    before = content_terms(previous)
     if own and not own <= got:
-        return None  # it lost the follow-up's own topic
-    if before and not (before & got):
-        return None  # it did not bring the earlier topic along
-    if got == set(tokenize(previous)) and own - before:
-        return None  # it just repeated the previous question
+        return None  # it lost the follow-up's own words
+    if before and not (before & got) and not new_topic(question):
+        return None  # it did not bring the earlier topic along (a new topic may replace it)
+    if got <= before and own - before:
+        return None  # it repeated the previous question
     return text if text.endswith("?") else text.rstrip(".!") + "?"
 
 

@@ -77,6 +77,54 @@ def throwaway_settings(settings: Settings, data_dir: Path, docs_dir: Path | None
     )
 
 
+class EmbeddingCache:
+    """Corpus embeddings kept between evaluation runs, so comparing modes or settings embeds once.
+
+    Wraps the embedder the throwaway index uses: documents are looked up by a hash of the
+    model and the text, so a changed chunking or model simply misses. Queries are not cached,
+    so query latency stays honest; `reused` says how many chunk embeddings came from the cache.
+    """
+
+    def __init__(self, embedder: Any, path: Path) -> None:
+        import sqlite3
+
+        self.embedder = embedder
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(path)
+        self.db.execute("CREATE TABLE IF NOT EXISTS embeddings (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
+        self.reused = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.embedder, name)
+
+    def _key(self, text: str) -> str:
+        import hashlib
+
+        return hashlib.sha256(f"{self.embedder.name}\x00{text}".encode("utf-8")).hexdigest()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        import numpy as np
+
+        keys = [self._key(t) for t in texts]
+        found: dict[str, list[float]] = {}
+        for start in range(0, len(keys), 500):
+            part = keys[start : start + 500]
+            rows = self.db.execute(f"SELECT key, vector FROM embeddings WHERE key IN ({','.join('?' * len(part))})", part)
+            found.update((k, np.frombuffer(v, dtype=np.float32).tolist()) for k, v in rows)
+        missing = [i for i, k in enumerate(keys) if k not in found]
+        if missing:
+            fresh = self.embedder.embed_documents([texts[i] for i in missing])
+            rows = [(keys[i], np.asarray(v, dtype=np.float32).tobytes()) for i, v in zip(missing, fresh)]
+            self.db.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?)", rows)
+            self.db.commit()
+            found.update((keys[i], v) for i, v in zip(missing, fresh))
+        self.reused += len(texts) - len(missing)
+        return [found[k] for k in keys]
+
+    def close(self) -> None:
+        self.db.close()
+
+
 class ThrowawayIndex:
     """A RAGSystem over a temporary data folder (and a temporary collection on a Chroma server)."""
 
@@ -86,9 +134,15 @@ class ThrowawayIndex:
         self.tmp = Path(tempfile.mkdtemp(prefix="docqa-eval-"))
         self.settings = throwaway_settings(settings, self.tmp / "data", docs_dir)
         self.rag = RAGSystem(self.settings)
+        self.cache: EmbeddingCache | None = None
+        if self.rag.vectors is not None:
+            self.cache = EmbeddingCache(self.rag.vectors.embedder, settings.db_dir / "eval-cache" / "embeddings.sqlite")
+            self.rag.vectors.embedder = self.cache
 
     def close(self) -> None:
         self.rag.close()
+        if self.cache is not None:
+            self.cache.close()
         if self.rag.vectors is not None and self.settings.chroma_host:
             self.rag.vectors.drop()
         shutil.rmtree(self.tmp, ignore_errors=True)
@@ -139,6 +193,7 @@ def evaluate_beir(settings: Settings, folder: Path, split: str = "train", mode: 
             scores = rank_documents(index.rag.retriever, queries[qid], mode)
             latencies.append((time.perf_counter() - t) * 1000)
             run[qid] = scores or {"__none__": 0.0}
+        reused = index.cache.reused if index.cache else 0
     metrics = evaluate(Qrels({q: qrels[q] for q in judged}), Run(run), ["ndcg@10", "recall@10", "recall@100", "mrr@10"])
     return {
         **{k: round(float(v), 4) for k, v in metrics.items()},
@@ -146,6 +201,7 @@ def evaluate_beir(settings: Settings, folder: Path, split: str = "train", mode: 
         "queries": len(judged),
         "docs": len(corpus),
         "index_s": round(index_s, 2),
+        "embeddings_reused": reused,
         "query_ms_p50": round(percentile(latencies, 50), 2),
         "query_ms_p95": round(percentile(latencies, 95), 2),
     }
@@ -209,22 +265,49 @@ def evaluate_qa(settings: Settings, qa_file: Path, docs_dir: Path, k: int = 5, a
 
 
 def score_answers(rag: Any, answerable: list[dict[str, Any]], unanswerable: list[dict[str, Any]], k: int) -> dict[str, Any]:
+    """Answer accuracy (must_contain), refusals where the documents have no answer, false
+    refusals where they do, and the share of answer sentences the grounding check supports.
+
+    An answer counts as a refusal when docqa refused (the relevance gate, or the model
+    declining) or its text reads as one. `must_contain` is checked on the answer text
+    only, never on the passages listed under a refusal.
+    """
     contains = false_refusals = refusals = 0
+    supported = checked = 0
     model = ""
-    for it in answerable:
+    latencies: list[float] = []
+    per_item: list[dict[str, Any]] = []
+    for it in answerable + unanswerable:
+        started = time.perf_counter()
         answer = rag.ask(it["question"], k=k)
+        latencies.append(time.perf_counter() - started)
         model = answer.model or model
-        text = answer.text.lower()
-        contains += all(s.lower() in text for s in it.get("must_contain", []))
-        false_refusals += is_refusal(answer.text)
-    for it in unanswerable:
-        answer = rag.ask(it["question"], k=k)
-        refusals += is_refusal(answer.text)
+        refused = answer.refused or is_refusal(answer.text)
+        row: dict[str, Any] = {"id": it.get("id"), "refused": refused, "kind": answer.kind}
+        if it.get("pages"):
+            text = "" if refused else answer.text.lower()
+            hit = all(s.lower() in text for s in it.get("must_contain", []))
+            contains += hit
+            false_refusals += refused
+            row["contains"] = hit
+            if not refused:
+                supported += answer.sentences_checked - len(answer.unsupported)
+                checked += answer.sentences_checked
+        else:
+            refusals += refused
+        row["unsupported"] = len(answer.unsupported)
+        row["similarity"] = answer.relevance.get("similarity")
+        per_item.append(row)
     return {
         "answer_contains": round(contains / max(1, len(answerable)), 4),
         "refusal_rate": round(refusals / max(1, len(unanswerable)), 4),
         "false_refusal_rate": round(false_refusals / max(1, len(answerable)), 4),
+        "supported_sentence_share": round(supported / checked, 4) if checked else None,
+        "sentences_checked": checked,
         "answer_model": model,
+        "answer_s_p50": round(percentile(latencies, 50), 2),
+        "answer_s_p95": round(percentile(latencies, 95), 2),
+        "answer_items": per_item,
     }
 
 

@@ -52,9 +52,19 @@ def split_sentences(text: str) -> list[str]:
     return spans
 
 
+FUNCTION_WORDS = frozenset(
+    tokenize(
+        "what which who whom whose when where why how is are was were be been do does did done can could "
+        "should would will shall may might must i me my you your we our it its they them their this that "
+        "these those there here a an the of"
+    )
+)
+"""Asking and pointing words, stemmed: the keyword index keeps them, but they carry no content."""
+
+
 def content_terms(text: str) -> set[str]:
-    """Stemmed words without stop words or citation numbers, as the keyword index sees them."""
-    return set(tokenize(CITATION.sub(" ", text)))
+    """Stemmed content words, as the keyword index sees them, without asking words or citation numbers."""
+    return set(tokenize(CITATION.sub(" ", text))) - FUNCTION_WORDS
 
 
 def _strip_markup(sentence: str) -> str:

@@ -117,7 +117,7 @@ class Manifest:
             pass
 
     def chunk_count(self) -> int:
-        return sum(len(r.chunk_ids) for r in self.files.values())
+        return sum(len(r.chunk_ids) for r in list(self.files.values()))
 
 
 @dataclass

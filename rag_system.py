@@ -525,7 +525,7 @@ class RAGSystem:
     def stats(self) -> dict[str, Any]:
         m = self.indexer.manifest
         by_kind: dict[str, int] = {}
-        for record in m.files.values():
+        for record in list(m.files.values()):
             by_kind[record.kind] = by_kind.get(record.kind, 0) + 1
         out: dict[str, Any] = {
             "documents_folder": str(self.settings.docs_dir),
@@ -534,8 +534,8 @@ class RAGSystem:
             "files_by_type": by_kind,
             "chunks": m.chunk_count(),
             "keyword_index_chunks": self.keywords.count(),
-            "failed": {k: v.reason for k, v in sorted(m.failed.items())},
-            "skipped": dict(sorted(m.skipped.items())),
+            "failed": {k: v.reason for k, v in sorted(list(m.failed.items()))},
+            "skipped": dict(sorted(list(m.skipped.items()))),
             "last_indexed": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(m.last_indexed)) if m.last_indexed else None,
             "embedding_model": self.embedder.name,
             "retrieval_mode": self.settings.retrieval_mode if self.vectors is not None else "bm25 (embedding model unavailable)",

@@ -1,0 +1,289 @@
+"""Follow-ups become standalone questions before retrieval; the history the model sees is bounded.
+
+The word rule and the checks on a model's rewrite are tested alone; then whole answers
+with the real packaged models (all-MiniLM-L6-v2 and SmolLM2-135M through llama.cpp) and
+with Ollama played by tests/ollama_standin.py, whose requests show what the model was sent.
+Whole-document and multi-part questions share the same small indexed folder.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from ollama_standin import OllamaStandin
+
+from config import Settings, load_settings
+from conversation import bounded_history, clean_rewrite, looks_like_follow_up, make_standalone, rewrite_by_rule
+
+LISTS = """# Lists
+
+A list is a sequence of values, and the values can be any type. You create a list by putting
+its elements in square brackets, for example cheeses = ['Cheddar', 'Edam', 'Gouda'].
+
+Lists are mutable: you can change an element by assigning to an index, as in numbers[1] = 5.
+The sort method sorts a list in place and returns None.
+"""
+
+TUPLES = """# Tuples
+
+A tuple is a sequence of values much like a list, but tuples are immutable.
+You create a tuple with a comma-separated list of values, usually enclosed in parentheses.
+To create a tuple with a single element, you have to include a final comma: t1 = 'a',
+A single value in parentheses is not a tuple.
+
+## Tuple assignment
+
+Tuple assignment swaps two variables in one statement: a, b = b, a.
+The built-in function divmod returns a tuple of two values, the quotient and the remainder.
+
+## Tuples as keys
+
+Because tuples are immutable they are hashable, so a tuple can be used as a dictionary key.
+"""
+
+DICTIONARIES = """# Dictionaries
+
+A dictionary is a mapping from keys to values. The keys must be hashable.
+The in operator on a dictionary takes about the same time however many items it holds,
+because dictionaries are implemented with a hashtable; on a list it searches in order.
+"""
+
+HISTORY = [
+    {"role": "user", "content": "How do I create a list in Python?"},
+    {"role": "assistant", "content": "Put the elements in square brackets [1]."},
+]
+
+
+def rag_settings(home: Path, **overrides: Any) -> Settings:
+    environ = {"XDG_CONFIG_HOME": str(home / "xdg"), "DOCQA_ENV_FILE": str(home / "none.env")}
+    base = {
+        "docs_dir": home / "documents",
+        "db_dir": home / "data",
+        "llm_backend": "llamacpp",
+        "llm_max_tokens": 16,
+        "llamacpp_context": 2048,
+        "chunk_size": 400,
+        "chunk_overlap": 40,
+        "top_k": 3,
+    }
+    return load_settings(overrides={**base, **overrides}, environ=environ)
+
+
+@pytest.fixture(autouse=True)
+def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """httpx honours proxy variables; the stand-in is on 127.0.0.1 and must be reached directly."""
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture(scope="module")
+def docs_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("conversation")
+    docs = home / "documents"
+    docs.mkdir()
+    (docs / "lists.md").write_text(LISTS)
+    (docs / "tuples.md").write_text(TUPLES)
+    (docs / "dictionaries.md").write_text(DICTIONARIES)
+    return home
+
+
+def open_rag(settings: Settings, embedder: Any) -> Any:
+    import vector_store
+    from rag_system import RAGSystem
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(vector_store, "Embedder", lambda *args, **kwargs: embedder)  # the session's model
+        rag = RAGSystem(settings)
+    report = rag.index()
+    assert not report.failed
+    return rag
+
+
+@pytest.fixture(scope="module")
+def embedded_rag(docs_home: Path, embedder: Any) -> Iterator[Any]:
+    """The small folder answered by the real packaged SmolLM2-135M."""
+    rag = open_rag(rag_settings(docs_home), embedder)
+    yield rag
+    rag.close()
+
+
+@pytest.fixture(scope="module")
+def ollama() -> Iterator[OllamaStandin]:
+    with OllamaStandin() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def ollama_rag(docs_home: Path, embedder: Any, ollama: OllamaStandin) -> Iterator[Any]:
+    """The same folder, its own index, answered by the Ollama stand-in."""
+    settings = rag_settings(docs_home, db_dir=docs_home / "data-ollama", llm_backend="ollama", ollama_host=ollama.url)
+    rag = open_rag(settings, embedder)
+    yield rag
+    rag.close()
+
+
+def standin_answers(server: OllamaStandin, pieces: list[str]) -> None:
+    server.pieces = pieces
+    server.requests.clear()
+
+
+# --- The rules, alone -------------------------------------------------------------------------
+
+
+def test_short_leaning_questions_are_follow_ups_and_self_contained_ones_are_not() -> None:
+    for question in ["and what about tuples?", "What about dictionaries?", "why are they immutable?", "And deepcopy?", "why?"]:
+        assert looks_like_follow_up(question, HISTORY), question
+    for question in ["What is a tuple?", "How do I create a tuple that holds just one element?"]:
+        assert not looks_like_follow_up(question, HISTORY), question
+    assert not looks_like_follow_up("and what about tuples?", []), "no history, nothing to follow"
+
+
+def test_word_rule_swaps_in_the_new_topic_or_adds_the_earlier_one(embedder: Any) -> None:
+    assert rewrite_by_rule("and what about tuples?", "How do I create a list in Python?", embedder) == (
+        "How do I create a tuples in Python?"
+    )
+    assert rewrite_by_rule("And deepcopy?", "What does copy.copy do?", embedder) == "What does deepcopy do?"
+    assert rewrite_by_rule("why are they immutable?", "What is a tuple?", embedder) == "why are they immutable (tuple)?"
+
+
+def test_model_rewrite_is_kept_only_when_it_reads_as_the_standalone_question() -> None:
+    previous = "How do I create a list in Python?"
+    assert clean_rewrite("How do I create a tuple in Python?", "and what about tuples?", previous) == (
+        "How do I create a tuple in Python?"
+    )
+    assert clean_rewrite('Rewritten question: "How are tuples created?"\nTuples are…', "and what about tuples?", previous) == (
+        "How are tuples created?"
+    )
+    garbled = [
+        "",
+        "Use square brackets, e.g. [1, 2, 3] (list)",  # answered instead, and lost "tuples"
+        "How do I create a list in Python?",  # repeated the previous question
+        "User: and what about tuples? Assistant: tuples are",  # copied the conversation
+        "Tuples " + "and more tuples " * 40,  # rambled on
+    ]
+    for output in garbled:
+        assert clean_rewrite(output, "and what about tuples?", previous) is None, output
+
+
+def test_history_keeps_the_latest_whole_turns_within_both_bounds() -> None:
+    history = []
+    for n in range(1, 6):
+        history += [{"role": "user", "content": f"question {n}"}, {"role": "assistant", "content": f"answer {n} [1]"}]
+
+    assert bounded_history(history, max_turns=2, max_tokens=1000) == [
+        {"role": "user", "content": "question 4"},
+        {"role": "assistant", "content": "answer 4"},
+        {"role": "user", "content": "question 5"},
+        {"role": "assistant", "content": "answer 5"},
+    ]
+    assert [m["content"] for m in bounded_history(history, max_turns=5, max_tokens=5)] == ["question 5", "answer 5"]
+    long_answer = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "x" * 10_000}]
+    kept = bounded_history(long_answer, max_turns=3, max_tokens=100)
+    assert sum(len(m["content"]) for m in kept) <= 400 and kept[-1]["content"].endswith("…")
+    assert bounded_history(history, max_turns=0, max_tokens=1000) == []
+
+
+# --- Whole answers ----------------------------------------------------------------------------
+
+
+def test_follow_up_is_rewritten_with_the_embedded_model_before_retrieval(embedded_rag: Any) -> None:
+    answer = embedded_rag.ask("and what about tuples?", history=HISTORY)
+
+    assert answer.done and not answer.error, answer.error
+    assert answer.standalone_question and "tuple" in answer.standalone_question.lower()
+    assert "creat" in answer.standalone_question.lower() or "list" in answer.standalone_question.lower()
+    assert answer.passages[0].source == "tuples.md"
+    assert answer.timings["rewrite_s"] > 0
+    assert answer.to_json()["standalone_question"] == answer.standalone_question
+
+
+def test_follow_up_is_rewritten_by_ollama_and_the_model_sees_bounded_history(ollama_rag: Any, ollama: OllamaStandin) -> None:
+    standin_answers(ollama, ["How do I create a tuple", " in Python?"])
+    history = [{"role": "user", "content": "What is a dictionary?"}, {"role": "assistant", "content": "A mapping [1]."}, *HISTORY]
+    settings = dataclasses.replace(ollama_rag.settings, history_max_turns=1)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ollama_rag, "settings", settings)
+        answer = ollama_rag.ask("and what about tuples?", history=history)
+
+    assert answer.standalone_question == "How do I create a tuple in Python?"
+    rewrite_request, answer_request = ollama.chat_requests
+    assert "Last question: and what about tuples?" in rewrite_request["messages"][-1]["content"]
+    assert rewrite_request["options"]["num_predict"] == settings.rewrite_max_tokens
+    roles = [m["role"] for m in answer_request["messages"]]
+    assert roles == ["system", "user", "assistant", "user"], "one earlier turn, then the question"
+    assert answer_request["messages"][1]["content"] == "How do I create a list in Python?"
+    assert answer_request["messages"][2]["content"] == "Put the elements in square brackets.", "old citations dropped"
+    assert answer_request["messages"][3]["content"].endswith("Question: How do I create a tuple in Python?")
+    assert answer.passages[0].source == "tuples.md"
+
+
+def test_garbled_model_rewrite_falls_back_to_the_word_rule(ollama_rag: Any, ollama: OllamaStandin) -> None:
+    standin_answers(ollama, ["Sure! Square brackets make lists, e.g. [1, 2]."])
+
+    answer = ollama_rag.ask("and what about tuples?", history=HISTORY)
+
+    assert answer.standalone_question == "How do I create a tuples in Python?"
+    assert answer.passages[0].source == "tuples.md"
+
+
+def test_standalone_question_is_not_rewritten(ollama_rag: Any, ollama: OllamaStandin) -> None:
+    standin_answers(ollama, ["A tuple is an immutable sequence of values [1]."])
+
+    answer = ollama_rag.ask("How do I create a tuple with a single element?", history=HISTORY)
+
+    assert answer.standalone_question is None and "rewrite_s" not in answer.timings
+    assert len(ollama.chat_requests) == 1
+
+
+def test_rule_alone_needs_no_model(embedder: Any) -> None:
+    settings = load_settings(overrides={"follow_up_rewrite": "rule"}, environ={})
+    rewrite = make_standalone("what about tuples?", HISTORY, llm=None, embedder=embedder, settings=settings)
+    assert rewrite is not None and rewrite.method == "rule" and "tuples" in rewrite.question
+
+
+# --- Whole-document and multi-part questions --------------------------------------------------
+
+
+def test_document_list_question_is_answered_from_the_index(ollama_rag: Any, ollama: OllamaStandin) -> None:
+    standin_answers(ollama, ["never asked"])
+
+    answer = ollama_rag.ask("What documents do you have?")
+
+    assert answer.kind == "document_list" and not answer.passages
+    assert all(name in answer.text for name in ("lists.md", "tuples.md", "dictionaries.md"))
+    assert answer.text.startswith("3 documents are indexed")
+    assert ollama.chat_requests == []
+
+
+def test_summary_reads_every_part_of_the_file_then_combines(ollama_rag: Any, ollama: OllamaStandin) -> None:
+    standin_answers(ollama, ["Tuples are immutable sequences", " [1]."])
+    chunks = ollama_rag.keywords.chunks_of_source("tuples.md")
+    assert len(chunks) >= 2, "the file must need more than one part"
+
+    answer = ollama_rag.ask("Summarize tuples.md")
+
+    assert answer.kind == "summary" and answer.text == "Tuples are immutable sequences [1]."
+    parts = min(ollama_rag.settings.summary_max_parts, len(chunks))
+    requests = ollama.chat_requests
+    assert len(requests) == parts + 1, "one call per part, then one to combine"
+    seen = "".join(r["messages"][-1]["content"] for r in requests[:-1])
+    assert all(c.text.strip()[:40] in seen for c in chunks), "every chunk was read"
+    assert "[2] Tuples are immutable sequences [1]." in requests[-1]["messages"][-1]["content"]
+    assert [p.source for p in answer.passages] == ["tuples.md"] * parts
+
+
+def test_multi_part_question_searches_each_part_and_fuses_them(ollama_rag: Any, ollama: OllamaStandin) -> None:
+    standin_answers(ollama, ["Lists use brackets [1] and tuples need a final comma [2]."])
+
+    answer = ollama_rag.ask("How do I create a list with square brackets, and how do I create a tuple with one element?")
+
+    assert answer.sub_questions == [
+        "How do I create a list with square brackets?",
+        "how do I create a tuple with one element?",
+    ]
+    assert {"lists.md", "tuples.md"} <= {p.source for p in answer.passages}
+    assert ollama_rag.ask("What is a tuple?").sub_questions == [], "short questions are searched as asked"
