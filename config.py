@@ -161,6 +161,14 @@ class Settings:
     # UI
     gradio_server_name: str = _setting("127.0.0.1", "Address the web UI listens on.")
     gradio_server_port: int = _setting(7860, "Port the web UI listens on.")
+    ui_concurrency: int = _setting(4, "Answers generated at once; more requests wait in the queue.")
+    rate_limit_per_minute: int = _setting(
+        30, "Questions one client may ask per minute (0 = no limit); more get a clear message."
+    )
+    docqa_auth: str = _setting(
+        "", "user:password (comma-separated for several) required to use the UI; needed off loopback.", secret=True
+    )
+    docqa_auth_file: str = _setting("", "A file of user:password lines, one user each (alternative to DOCQA_AUTH).")
     # Logging
     log_level: str = _setting("INFO", "DEBUG, INFO, WARNING or ERROR.")
 
@@ -271,4 +279,8 @@ def _validate(s: Settings) -> None:
 
 def describe_settings(s: Settings) -> list[tuple[str, str, str]]:
     """(variable, value, where it came from) for every setting, for `main.py config`."""
-    return [(env_name(f.name), str(getattr(s, f.name)), s.sources.get(f.name, "default")) for f in SETTING_FIELDS]
+    def shown(f: dataclasses.Field) -> str:
+        value = str(getattr(s, f.name))
+        return "********" if f.metadata.get("secret") and value else value
+
+    return [(env_name(f.name), shown(f), s.sources.get(f.name, "default")) for f in SETTING_FIELDS]

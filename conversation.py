@@ -167,7 +167,7 @@ def clean_rewrite(output: str, question: str, previous: str) -> str | None:
         return None
     if re.search(r"(?i)\b(?:user|assistant|conversation|rewrit\w*|sorry|as an ai)\b|<|\[\d+\]", text):
         return None
-    own = content_terms(question)
+    own = content_terms(new_topic(question) or _CONNECTIVE.sub("", question))
     got = content_terms(text)
     before = content_terms(previous)
     if own and not own <= got:

@@ -35,6 +35,8 @@ MIN_SENTENCE_WORDS = 4
 MAX_SENTENCE_CHARS = 400
 """A longer span (a code block, a table) is cut at line ends so each piece can be matched."""
 HIGHLIGHTS_PER_PASSAGE = 3
+HIGHLIGHT_MARGIN = 0.1
+"""Besides its best match, a supported claim highlights passage sentences this close behind it."""
 
 
 def split_sentences(text: str) -> list[str]:
@@ -56,7 +58,7 @@ FUNCTION_WORDS = frozenset(
     tokenize(
         "what which who whom whose when where why how is are was were be been do does did done can could "
         "should would will shall may might must i me my you your we our it its they them their this that "
-        "these those there here a an the of"
+        "these those there here a an the of about also and but so then else just"
     )
 )
 """Asking and pointing words, stemmed: the keyword index keeps them, but they carry no content."""
@@ -100,6 +102,12 @@ class PassageSentences:
                 if sims[i] > best[0]:
                     best = (float(sims[i]), n, i)
         return best
+
+
+    def close_to(self, vector: np.ndarray, numbers: Sequence[int], floor: float, minimum: float) -> list[tuple[int, int]]:
+        """(passage number, sentence index) of every sentence among `numbers` at least this similar."""
+        bar = max(floor, minimum)
+        return [(n, int(i)) for n in numbers for i in np.flatnonzero(self.vectors[n - 1] @ vector >= bar)]
 
 
 @dataclass
@@ -194,8 +202,10 @@ def check_grounding(
                 similarity >= settings.grounding_min_similarity and overlap >= settings.grounding_min_overlap
             )
             evidence = (n, i) if supported and n else None
-            if evidence and _highlightable(sentences.texts[n - 1][i]):
-                marked.setdefault(n, set()).add(i)
+            if evidence:
+                for m, j in sentences.close_to(vector, against, similarity - HIGHLIGHT_MARGIN, settings.grounding_min_similarity):
+                    if _highlightable(sentences.texts[m - 1][j]):
+                        marked.setdefault(m, set()).add(j)
             result.checked.append(SentenceSupport(claim, cited, round(similarity, 4), round(overlap, 4), supported, evidence))
     if question_vector is not None:
         for n in range(1, count + 1):

@@ -21,7 +21,9 @@ import base64
 import html
 import logging
 import re
+import threading
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -384,8 +386,11 @@ def build_app(rag: Any) -> Any:
 
     from rag_system import answer_as_text
 
+    limiter = RateLimiter(rag.settings.rate_limit_per_minute)
+
     def respond(
-        question: str | None, turns: list[Message], history: list[Message], files: list[str] | None
+        question: str | None, turns: list[Message], history: list[Message], files: list[str] | None,
+        request: gr.Request = None,
     ) -> Iterator[tuple[Any, ...]]:
         """Stream one answer with the chat so far as its history.
 
@@ -397,6 +402,14 @@ def build_app(rag: Any) -> Any:
             yield (gr.skip(),) * 10
             return
         asked = [*turns, {"role": "user", "content": safe_markdown(question)}]
+        wait = limiter.wait_s(client_id(request))
+        if wait:
+            note = {"role": "assistant", "content": (
+                f"Too many questions: at most {limiter.per_minute} a minute (RATE_LIMIT_PER_MINUTE). "
+                f"Try again in {wait:.0f} s."
+            )}
+            yield (*(([*asked, note],) * 2), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip())
+            return
         where = {"source": list(files)} if files else None
         shown_passages = False
         for answer in rag.stream_answer(question, where=where, history=history):
@@ -419,6 +432,9 @@ def build_app(rag: Any) -> Any:
             else:
                 # Token by token only the chat changes: the sources were sent once already.
                 yield chat, chat, gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+
+    # Annotations are strings here (__future__), and gr is a local name: point Gradio at the real class.
+    respond.__annotations__["request"] = gr.Request
 
     def new_chat() -> tuple[Any, ...]:
         return [], [], [], NO_SOURCES, "", "", gr.update(choices=[], value=None, visible=False), "", []
@@ -601,15 +617,68 @@ def build_app(rag: Any) -> Any:
     return app
 
 
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def load_auth(settings: Any) -> list[tuple[str, str]]:
+    """Users from DOCQA_AUTH ("user:password", comma-separated) and DOCQA_AUTH_FILE (a line each)."""
+    entries = [e for e in settings.docqa_auth.split(",") if e.strip()]
+    if settings.docqa_auth_file:
+        try:
+            lines = Path(settings.docqa_auth_file).read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise ConfigError(f"DOCQA_AUTH_FILE {settings.docqa_auth_file} cannot be read: {exc.strerror or exc}") from exc
+        entries += [ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
+    users = []
+    for entry in entries:
+        user, sep, password = entry.strip().partition(":")
+        if not sep or not user or not password:
+            raise ConfigError("Each DOCQA_AUTH entry must be user:password with both parts non-empty.")
+        users.append((user, password))
+    return users
+
+
+class RateLimiter:
+    """At most `per_minute` questions per client in any sliding minute."""
+
+    def __init__(self, per_minute: int) -> None:
+        self.per_minute = per_minute
+        self._seen: dict[str, deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def wait_s(self, client: str) -> float:
+        """0 when the client may ask now, else the seconds until it may."""
+        if self.per_minute <= 0:
+            return 0.0
+        now = time.monotonic()
+        with self._lock:
+            times = self._seen.setdefault(client, deque())
+            while times and now - times[0] >= 60:
+                times.popleft()
+            if len(times) >= self.per_minute:
+                return 60 - (now - times[0])
+            times.append(now)
+            return 0.0
+
+
+def client_id(request: Any) -> str:
+    if request is None:
+        return "local"
+    user = getattr(request, "username", None)
+    host = getattr(getattr(request, "client", None), "host", None) or "unknown"
+    return f"{user}@{host}" if user else host
+
+
 def serve(rag: Any) -> None:
     s = rag.settings
-    if s.gradio_server_name not in ("127.0.0.1", "localhost", "::1"):
+    users = load_auth(s)
+    if s.gradio_server_name not in LOOPBACK and not users:
         raise ConfigError(
             f"Refusing to listen on {s.gradio_server_name} without authentication: docqa serves private "
-            "documents. Keep GRADIO_SERVER_NAME=127.0.0.1, or put it behind an authenticating proxy."
+            "documents. Set DOCQA_AUTH=user:password (or DOCQA_AUTH_FILE), or keep GRADIO_SERVER_NAME=127.0.0.1."
         )
     app = build_app(rag)
-    app.queue(default_concurrency_limit=4)
+    app.queue(default_concurrency_limit=max(1, s.ui_concurrency))
     log.info("Serving docqa on http://%s:%d", s.gradio_server_name, s.gradio_server_port)
     app.launch(
         server_name=s.gradio_server_name,
@@ -622,4 +691,5 @@ def serve(rag: Any) -> None:
         # RAGSystem refuses files over MAX_FILE_MB with its own reason; this only stops a
         # runaway upload from filling the temp folder before that check can run.
         max_file_size=f"{max(100, int(4 * s.max_file_mb))}mb",
+        auth=users or None,
     )

@@ -493,3 +493,36 @@ def test_api_offers_only_the_ask_endpoint(docqa_url):
         info = json.load(response)
     assert list(info["named_endpoints"]) == ["/ask"]
     assert info["unnamed_endpoints"] == {}
+
+
+def test_rate_limiter_allows_n_per_minute_per_client():
+    from web_ui import RateLimiter
+
+    limiter = RateLimiter(3)
+    assert [limiter.wait_s("a") for _ in range(3)] == [0.0, 0.0, 0.0]
+    assert limiter.wait_s("a") > 50
+    assert limiter.wait_s("b") == 0.0
+    assert RateLimiter(0).wait_s("a") == 0.0
+
+
+def test_serving_off_loopback_needs_authentication(make_settings, tmp_path):
+    from errors import ConfigError
+    from web_ui import load_auth, serve
+
+    class FakeRag:
+        settings = make_settings(gradio_server_name="0.0.0.0")
+
+    with pytest.raises(ConfigError, match="DOCQA_AUTH"):
+        serve(FakeRag())
+    users = tmp_path / "users"
+    users.write_text("# team\nann:s3cret\nbob:hunter2\n", encoding="utf-8")
+    assert load_auth(make_settings(docqa_auth="me:pw", docqa_auth_file=str(users))) == [("me", "pw"), ("ann", "s3cret"), ("bob", "hunter2")]
+    with pytest.raises(ConfigError, match="user:password"):
+        load_auth(make_settings(docqa_auth="nopassword"))
+
+
+def test_config_command_hides_the_password(make_settings):
+    from config import describe_settings
+
+    rows = {name: value for name, value, _ in describe_settings(make_settings(docqa_auth="me:pw"))}
+    assert rows["DOCQA_AUTH"] == "********"
