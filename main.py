@@ -175,9 +175,17 @@ def cmd_ask(rag: Any, args: argparse.Namespace) -> int:
         return 1
     if not answer.text.endswith("\n"):
         print()
-    print(f"\n— {answer.model or 'no model'}\n\nSources:")
-    for n, source in enumerate(answer.sources_json(), start=1):
-        print(format_source(n, source))
+    if answer.sub_questions:
+        print(f"\nSearched in parts: {' | '.join(answer.sub_questions)}")
+    if answer.unsupported:
+        print(f"\nNot supported by the sources ({len(answer.unsupported)} of {answer.sentences_checked} sentences):")
+        for sentence in answer.unsupported:
+            print(f"  - {' '.join(sentence.split())}")
+    print(f"\n— {answer.model or 'no model'}")
+    if answer.passages:
+        print("\nClosest passages:" if answer.refused else "\nSources:")
+        for n, source in enumerate(answer.sources_json(), start=1):
+            print(format_source(n, source))
     return 0 if not answer.error else 1
 
 

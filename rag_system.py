@@ -129,14 +129,13 @@ class RAGSystem:
         if self._lock:
             self._lock.acquire(wait_s=2.0)
         self.warning: str | None = None
-        self.embedder = Embedder(settings.embedding_model, settings.embedding_batch_size, settings.embedding_threads)
         try:
-            self.vectors, self.keywords = self._open_stores()
-        except StoreError as exc:
-            if settings.chroma_host:
-                raise
-            self._move_index_aside(exc)
-            self.vectors, self.keywords = self._open_stores()
+            self.embedder = Embedder(settings.embedding_model, settings.embedding_batch_size, settings.embedding_threads)
+            self.vectors, self.keywords = self._open_stores_or_rebuild()
+        except BaseException:
+            if self._lock:  # a failed start must not leave the data folder locked
+                self._lock.release()
+            raise
         self.indexer = Indexer(settings, self.vectors, self.keywords)
         self.retriever = Retriever(settings, self.vectors, self.keywords)
         self._llm: Any = None
@@ -144,6 +143,15 @@ class RAGSystem:
         self._index_lock = threading.Lock()
         self._watcher: Any = None
         self.indexing: dict[str, Any] = {"state": "idle", "done": 0, "total": 0}
+
+    def _open_stores_or_rebuild(self) -> tuple[Any, KeywordIndex]:
+        try:
+            return self._open_stores()
+        except StoreError as exc:
+            if self.settings.chroma_host:
+                raise
+            self._move_index_aside(exc)
+            return self._open_stores()
 
     def _open_stores(self) -> tuple[Any, KeywordIndex]:
         from vector_store import VectorStore

@@ -178,6 +178,56 @@ def chroma_where(where: Where | None) -> Where | None:
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
+class RetryingCollection:
+    """A Chroma server collection whose calls survive a server restart: retries with backoff.
+
+    Only connection failures are retried; after the last attempt the user gets a StoreError
+    that says what to check. Nothing is lost: a file counts as indexed only after its
+    chunks are stored, so an interrupted write is redone on the next sync.
+    """
+
+    RETRIED = ("upsert", "query", "delete", "get", "count")
+
+    def __init__(self, collection: Any, where: str, delays: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)) -> None:
+        self._collection = collection
+        self._where = where
+        self._delays = delays
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._collection, name)
+        if name not in self.RETRIED:
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            for attempt, delay in enumerate((*self._delays, None)):
+                try:
+                    return attr(*args, **kwargs)
+                except Exception as exc:
+                    if not _is_connection_error(exc):
+                        raise
+                    if delay is None:
+                        raise StoreError(
+                            f"The Chroma server at {self._where} is not answering (tried {attempt + 1} times) — "
+                            "check that `chroma run` is up, or unset CHROMA_HOST to use the embedded store."
+                        ) from exc
+                    log.warning("Chroma server at %s: %s; retrying in %.1fs", self._where, exc, delay)
+                    time.sleep(delay)
+
+        return call
+
+
+def _is_connection_error(exc: BaseException) -> bool:
+    import httpx
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, (httpx.TransportError, ConnectionError)):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    text = str(exc).lower()
+    return "connect" in text and ("refused" in text or "error" in text)
+
+
 class VectorStore:
     """Chunks and their embeddings in a Chroma collection (embedded by default, or a server)."""
 
@@ -188,7 +238,7 @@ class VectorStore:
         base = collection_name or settings.collection_name
         self.collection_name = f"{base}-{embedder.fingerprint()}"
         try:
-            self.collection = self.client.get_or_create_collection(
+            self.collection = self._wrap(self.client.get_or_create_collection(
                 name=self.collection_name,
                 metadata={
                     "hnsw:space": "cosine",
@@ -196,9 +246,14 @@ class VectorStore:
                     "dimension": embedder.dimension,
                 },
                 embedding_function=None,
-            )
+            ))
         except Exception as exc:
             raise StoreError(f"Cannot open the Chroma collection {self.collection_name}: {exc}") from exc
+
+    def _wrap(self, collection: Any) -> Any:
+        if self.settings.chroma_host:
+            return RetryingCollection(collection, f"{self.settings.chroma_host}:{self.settings.chroma_port}")
+        return collection
 
     @staticmethod
     def _connect(settings: Settings) -> Any:
@@ -207,15 +262,20 @@ class VectorStore:
 
         chroma_settings = ChromaSettings(anonymized_telemetry=False)
         if settings.chroma_host:
-            try:
-                return chromadb.HttpClient(
-                    host=settings.chroma_host, port=settings.chroma_port, settings=chroma_settings
-                )
-            except Exception as exc:
-                raise StoreError(
-                    f"Cannot reach the Chroma server at {settings.chroma_host}:{settings.chroma_port} — "
-                    "start it with `chroma run --path DIR`, or unset CHROMA_HOST to use the embedded store."
-                ) from exc
+            for delay in (0.5, 1.0, 2.0, None):
+                try:
+                    return chromadb.HttpClient(
+                        host=settings.chroma_host, port=settings.chroma_port, settings=chroma_settings
+                    )
+                except Exception as exc:
+                    if delay is not None and _is_connection_error(exc):
+                        log.warning("Chroma server at %s:%s not answering; retrying in %.1fs", settings.chroma_host, settings.chroma_port, delay)
+                        time.sleep(delay)
+                        continue
+                    raise StoreError(
+                        f"Cannot reach the Chroma server at {settings.chroma_host}:{settings.chroma_port} — "
+                        "start it with `chroma run --path DIR`, or unset CHROMA_HOST to use the embedded store."
+                    ) from exc
         settings.chroma_dir.mkdir(parents=True, exist_ok=True)
         try:
             return chromadb.PersistentClient(path=str(settings.chroma_dir), settings=chroma_settings)
@@ -304,9 +364,9 @@ class VectorStore:
         """Drop the collection and start an empty one (for `--reindex`)."""
         meta = dict(self.collection.metadata or {})
         self.client.delete_collection(self.collection_name)
-        self.collection = self.client.get_or_create_collection(
+        self.collection = self._wrap(self.client.get_or_create_collection(
             name=self.collection_name, metadata=meta, embedding_function=None
-        )
+        ))
 
     def drop(self) -> None:
         try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import threading
 import sys
 import time
 import urllib.request
@@ -147,3 +148,43 @@ def test_rag_system_indexes_and_answers_retrieval_against_the_server(make_settin
     finally:
         rag.vectors.drop()
         rag.close()
+
+
+def _start_server(path: Path, port: int) -> subprocess.Popen:
+    chroma = Path(sys.executable).with_name("chroma")
+    proc = subprocess.Popen(
+        [str(chroma), "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    _wait_for(f"http://127.0.0.1:{port}/api/v2/heartbeat", proc)
+    return proc
+
+
+@pytest.mark.slow
+@pytest.mark.chroma_server
+def test_server_restart_is_survived_and_a_dead_server_gives_a_clear_error(make_settings, embedder, tmp_path):
+    from errors import StoreError
+    from vector_store import VectorStore
+
+    port = _free_port()
+    proc = _start_server(tmp_path / "srv", port)
+    try:
+        store = VectorStore(make_settings(chroma_host="127.0.0.1", chroma_port=port), embedder)
+        store.add_documents(_chunks("kept.txt", ["Nothing indexed is lost when the server restarts."]))
+        proc.terminate()
+        proc.wait(timeout=20)
+        restarted = threading.Timer(1.0, lambda: holder.append(_start_server(tmp_path / "srv", port)))
+        holder: list = []
+        restarted.start()
+        # The call during the restart waits for the server instead of failing.
+        assert store.get_collection_stats()["chunks"] == 1
+        restarted.join()
+        proc = holder[0]
+        assert store.ids_for_source("kept.txt")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    started = time.monotonic()
+    with pytest.raises(StoreError, match="not answering"):
+        store.collection.count()
+    assert time.monotonic() - started > 5  # it retried with backoff before giving up
