@@ -307,6 +307,27 @@ def _first_heading(sections: list[Section]) -> str:
 # ---------------------------------------------------------------- DOCX
 
 
+MAX_UNZIPPED_BYTES = 500 * 1024 * 1024
+MAX_ZIP_RATIO = 200
+
+
+def check_zip_size(path: Path, limit: int = MAX_UNZIPPED_BYTES) -> None:
+    """Refuse a zip-based document (DOCX, PPTX, XLSX, EPUB) that would unpack to a bomb."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            infos = archive.infolist()
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise ConversionError(f"not a readable zip-based document ({exc}); re-save it") from exc
+    unpacked = sum(i.file_size for i in infos)
+    packed = sum(i.compress_size for i in infos) or 1
+    if unpacked > limit or (unpacked > 10 * 1024 * 1024 and unpacked / packed > MAX_ZIP_RATIO):
+        raise ConversionError(
+            f"unpacks to {unpacked / 1e6:.0f} MB from {packed / 1e6:.1f} MB — refused as a possible zip bomb"
+        )
+
+
 def convert_docx_to_markdown(path: Path, source: str) -> ConvertedDocument:
     import zipfile
 
@@ -316,6 +337,7 @@ def convert_docx_to_markdown(path: Path, source: str) -> ConvertedDocument:
 
     if not zipfile.is_zipfile(path):
         raise ConversionError("not a valid DOCX (it is not a zip archive); re-save it from Word")
+    check_zip_size(path)
     document = docx.Document(str(path))
     out: list[str] = []
     title = (document.core_properties.title or "").strip()

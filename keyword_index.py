@@ -4,7 +4,8 @@ Chunks live in a small SQLite table (text, position, pre-computed tokens), which
 durable part; the BM25 matrix is derived from it, saved beside it with the table's
 generation number, and rebuilt whenever the two disagree (after any change, or after a
 crash between them). Tokens split `snake_case` and `camelCase` identifiers so a query
-for `parse_config` or `ParseConfig` finds the code that defines it.
+for `parse_config` or `ParseConfig` finds the code that defines it. A chunk's heading
+path counts twice, a light field weighting: a heading names what the section is about.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from errors import StoreError
 from text_splitter import Chunk
 
 log = logging.getLogger(__name__)
+
+# Bump when tokenize() or index_text() changes: stored tokens are then rebuilt from the text.
+TOKENIZER_VERSION = 2
 
 _WORD = re.compile(r"\w+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
@@ -75,6 +79,17 @@ def tokenize(text: str) -> list[str]:
     return _stem(words) if words else []
 
 
+def index_text(title: str, heading_path: list[str], text: str) -> str:
+    """What BM25 sees for a chunk: the document title, then the heading path twice, then the text.
+
+    Chunk.embedding_text() already leads with the heading path; repeating it here gives
+    headings double weight, which lifted page hit@1 on the Think Python questions without
+    changing anything for documents that have no headings.
+    """
+    heading = " > ".join(heading_path)
+    return f"{title}\n{heading}\n{heading}\n{text}" if heading else f"{title}\n{text}"
+
+
 def _matches(meta: dict[str, Any], where: dict[str, Any] | None) -> bool:
     if not where:
         return True
@@ -111,6 +126,7 @@ class KeywordIndex:
                 """
             )
             self.db.commit()
+            self._retokenize_if_stale()
         except sqlite3.DatabaseError as exc:
             raise StoreError(
                 f"The keyword index in {self.directory} is unreadable ({exc}) — "
@@ -129,6 +145,26 @@ class KeywordIndex:
             "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
         )
 
+    def _retokenize_if_stale(self) -> None:
+        """Tokens stored by an older tokenizer are rebuilt from the stored text, once."""
+        row = self.db.execute("SELECT value FROM state WHERE key='tokenizer'").fetchone()
+        if row and int(row[0]) == TOKENIZER_VERSION:
+            return
+        rows = self.db.execute("SELECT id, text, meta FROM chunks").fetchall()
+        updates = []
+        for cid, text, meta in rows:
+            m = json.loads(meta)
+            updates.append((" ".join(tokenize(index_text(m.get("title", ""), m.get("heading_path") or [], text))), cid))
+        self.db.executemany("UPDATE chunks SET tokens = ? WHERE id = ?", updates)
+        self.db.execute(
+            "INSERT INTO state(key, value) VALUES('tokenizer', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (str(TOKENIZER_VERSION),),
+        )
+        if rows:
+            self._bump()
+            log.info("Re-tokenized %d chunks for keyword search (tokenizer version %d)", len(rows), TOKENIZER_VERSION)
+        self.db.commit()
+
     def generation(self) -> int:
         row = self.db.execute("SELECT value FROM state WHERE key='generation'").fetchone()
         return int(row[0]) if row else 0
@@ -144,7 +180,7 @@ class KeywordIndex:
             }
             rows.append(
                 (c.id, c.source, Path(c.source).suffix.lower().lstrip("."), c.chunk_index, c.text,
-                 " ".join(tokenize(f"{c.title}\n{c.embedding_text()}")), json.dumps(meta, ensure_ascii=False))
+                 " ".join(tokenize(index_text(c.title, c.heading_path, c.text))), json.dumps(meta, ensure_ascii=False))
             )
         with self._lock:
             self.db.executemany("INSERT OR REPLACE INTO chunks VALUES (?,?,?,?,?,?,?)", rows)

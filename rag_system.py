@@ -158,6 +158,7 @@ class RAGSystem:
 
         vectors: Any = None
         try:
+            self.embedder.verify()
             vectors = VectorStore(self.settings, self.embedder)
         except EmbeddingError as exc:
             # Still useful: keyword search answers without the embedding model.

@@ -109,6 +109,33 @@ class Embedder:
         get_dim = getattr(model, "get_embedding_dimension", None) or getattr(model, "get_sentence_embedding_dimension", None)
         return int(get_dim()) if get_dim else len(self.embed_query("dimension"))
 
+    def verify(self) -> None:
+        """Cheap start-up check of the model folder (no weights loaded): files present and readable.
+
+        A missing or corrupt model must not stop docqa: the caller falls back to keyword search.
+        """
+        folder = Path(self.model_path)
+        if self._model is not None:
+            return
+        if not folder.is_dir():
+            raise EmbeddingError(
+                f"Embedding model folder {folder} does not exist — set EMBEDDING_MODEL to a local "
+                "sentence-transformers folder, or leave it empty for the packaged model."
+            )
+        weights = [folder / n for n in ("model.safetensors", "pytorch_model.bin") if (folder / n).is_file()]
+        if not weights or not (folder / "config.json").is_file():
+            raise EmbeddingError(f"Embedding model folder {folder} has no model weights or config.json — reinstall it (`make setup`).")
+        if weights[0].suffix == ".safetensors":
+            try:
+                from safetensors import safe_open
+
+                with safe_open(str(weights[0]), framework="np") as fh:
+                    fh.keys()
+            except Exception as exc:
+                raise EmbeddingError(
+                    f"Embedding model weights {weights[0]} are corrupt ({exc}) — reinstall them (`make setup`)."
+                ) from exc
+
     def _declared_dimension(self) -> int:
         """The dimension the model folder declares, so opening a store needs no model load."""
         import json

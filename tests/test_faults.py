@@ -1,0 +1,67 @@
+"""Failing parts do not take docqa down: a broken embedding model, a vanishing Ollama."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from rag_system import RAGSystem
+from vector_store import packaged_model_path
+
+
+@pytest.fixture
+def broken_model(tmp_path):
+    folder = tmp_path / "broken-model"
+    shutil.copytree(packaged_model_path(), folder)
+    (folder / "model.safetensors").write_bytes(b"\x00garbage, not a safetensors file")
+    return folder
+
+
+def test_corrupt_embedding_model_falls_back_to_keyword_search_with_a_warning(make_settings, broken_model):
+    settings = make_settings(embedding_model=str(broken_model))
+    (settings.docs_dir / "notes.md").write_text("# Bees\n\nHoneybees dance to show where flowers are.\n", encoding="utf-8")
+    rag = RAGSystem(settings)
+    try:
+        assert rag.vectors is None
+        stats = rag.stats()
+        assert "Keyword search only" in stats["warning"] and "corrupt" in stats["warning"]
+        assert stats["retrieval_mode"].startswith("bm25")
+        rag.index()
+        passages = rag.retrieve_context("Why do honeybees dance?")
+        assert passages and passages[0].source == "notes.md"
+    finally:
+        rag.close()
+
+
+def test_missing_embedding_model_folder_is_named_in_the_warning(make_settings, tmp_path):
+    rag = RAGSystem(make_settings(embedding_model=str(tmp_path / "nowhere")))
+    try:
+        assert "does not exist" in rag.stats()["warning"]
+    finally:
+        rag.close()
+
+
+@pytest.mark.slow
+def test_ollama_dying_mid_answer_keeps_the_streamed_text_and_auto_falls_back(make_settings):
+    from ollama_standin import OllamaStandin
+
+    with OllamaStandin(pieces=["Bees ", "dance ", "to ", "share ", "directions."], drop_after=2) as server:
+        settings = make_settings(llm_backend="auto", ollama_host=server.url, llm_max_tokens=8)
+        (settings.docs_dir / "bees.md").write_text("# Bees\n\nHoneybees dance to show where flowers are.\n", encoding="utf-8")
+        rag = RAGSystem(settings)
+        try:
+            rag.index()
+            first = rag.ask("Why do honeybees dance?")
+            assert first.text.startswith("Bees dance")
+            assert first.error and "mid-answer" in first.error
+            assert first.passages  # the sources are still shown
+        finally:
+            server_url = server.url
+    # Ollama is gone now: the next question is answered by the embedded model.
+    try:
+        second = rag.ask("Why do honeybees dance?")
+        assert "llama.cpp" in second.model and second.text
+        assert server_url
+    finally:
+        rag.close()
