@@ -461,20 +461,10 @@ class RAGSystem:
 
     def _answer_document_list(self, answer: Answer, started: float) -> Answer:
         """"What documents do you have?" answered from the index's file list, not from passages."""
-        m = self.indexer.manifest
+        from whole_document import document_list_text
+
         answer.kind = "document_list"
-        if not m.files:
-            answer.text = "No documents are indexed yet — add files to the documents folder and run `python main.py index`."
-        else:
-            lines = [f"{len(m.files)} document{'s are' if len(m.files) != 1 else ' is'} indexed:"]
-            for source, record in sorted(m.files.items())[:DOCUMENT_LIST_LIMIT]:
-                title = f" — {record.title}" if record.title and record.title not in (source, Path(source).stem) else ""
-                lines.append(f"- {source}{title} ({record.kind or Path(source).suffix.lstrip('.')}, {len(record.chunk_ids)} chunks)")
-            if len(m.files) > DOCUMENT_LIST_LIMIT:
-                lines.append(f"- … and {len(m.files) - DOCUMENT_LIST_LIMIT} more (`python main.py stats`)")
-            if m.failed:
-                lines.append(f"Not indexed: {', '.join(f'{s} ({f.reason})' for s, f in sorted(m.failed.items()))}")
-            answer.text = "\n".join(lines)
+        answer.text = document_list_text(self.indexer.manifest.files, self.indexer.manifest.failed)
         return self._finish(answer, started)
 
     def _summary_source(self, question: str, where: Where | None) -> str | None:
@@ -491,7 +481,7 @@ class RAGSystem:
 
     def _answer_summary(self, answer: Answer, source: str, started: float) -> Iterator[Answer]:
         """Map-reduce over the whole file: each part summarised in order, then the summaries combined."""
-        from document_summary import PART_ANSWER_TOKENS, map_messages, part_text, reduce_messages, split_parts
+        from whole_document import PART_ANSWER_TOKENS, map_messages, part_text, reduce_messages, split_parts
 
         s = self.settings
         answer.kind = "summary"
@@ -566,9 +556,6 @@ class RAGSystem:
         self.indexer.close()
         if self._lock:
             self._lock.release()
-
-
-DOCUMENT_LIST_LIMIT = 200
 
 
 class UploadRefused(DocqaError):
