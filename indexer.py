@@ -26,15 +26,14 @@ from document_converter import (
     cached_conversion,
     convert_document,
     file_sha256,
-    is_supported,
 )
-from errors import ConversionError, DocqaError, LockError
+from discovery import discover
+from errors import ConversionError, DocqaError, LockError, StoreError
 from keyword_index import KeywordIndex
 from text_splitter import Chunk, split_document
 
 log = logging.getLogger(__name__)
 
-SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache", ".pytest_cache", ".tox"}
 MANIFEST_VERSION = 1
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
@@ -160,48 +159,9 @@ class IndexReport:
 
 
 def discover_files(docs_dir: Path, max_bytes: int) -> tuple[dict[str, tuple[Path, os.stat_result]], dict[str, str]]:
-    """Every supported file under docs_dir (source -> (path, stat)), and the files skipped with why."""
-    found: dict[str, tuple[Path, os.stat_result]] = {}
-    skipped: dict[str, str] = {}
-    root = docs_dir.resolve()
-    if not root.is_dir():
-        return found, skipped
-    seen_dirs: set[tuple[int, int]] = set()
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
-        try:
-            st = os.stat(dirpath)
-        except OSError:
-            dirnames[:] = []
-            continue
-        key = (st.st_dev, st.st_ino)
-        real = Path(os.path.realpath(dirpath))
-        if key in seen_dirs or (real != root and root not in real.parents):
-            dirnames[:] = []  # a symlink loop, or a link leading outside the documents folder
-            continue
-        seen_dirs.add(key)
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
-        for name in sorted(filenames):
-            if name.startswith(".") or name.startswith("~$"):
-                continue
-            path = Path(dirpath) / name
-            source = path.relative_to(root).as_posix()
-            real_file = Path(os.path.realpath(path))
-            if real_file != root and root not in real_file.parents:
-                skipped[source] = "link points outside the documents folder"
-                continue
-            if not is_supported(path):
-                skipped[source] = f"unsupported file type {path.suffix.lower() or '(none)'}"
-                continue
-            try:
-                st = path.stat()
-            except OSError as exc:
-                skipped[source] = f"cannot be read: {exc.strerror or exc}"
-                continue
-            if st.st_size > max_bytes:
-                skipped[source] = f"larger than the {max_bytes / 1e6:.0f} MB limit (MAX_FILE_MB)"
-                continue
-            found[source] = (path, st)
-    return found, skipped
+    """Every file under docs_dir to index (source -> (path, stat)), and the files skipped with why."""
+    found = discover(docs_dir, max_bytes)
+    return found.found, found.skipped
 
 
 class DataLock:
@@ -259,6 +219,7 @@ class Indexer:
             "converter": CONVERTER_VERSION,
             "chunk_size": s.chunk_size,
             "chunk_overlap": s.chunk_overlap,
+            "code_chunk_size": s.code_chunk_size,
             "separators": list(s.chunk_separators),
             "collection": getattr(self.vectors, "collection_name", None),
         }
@@ -309,7 +270,15 @@ class Indexer:
                 continue
             todo.append((source, path, st, sha))
 
-        self._index_files(todo, report, progress)
+        try:
+            self._index_files(todo, report, progress)
+        except OSError as exc:
+            # Whatever was stored before the error is recorded; the rest is redone next time.
+            import errno
+
+            if exc.errno == errno.ENOSPC:
+                raise StoreError(f"The disk holding {s.db_dir} is full — free some space and index again; nothing already indexed is lost.") from exc
+            raise StoreError(f"Cannot write the index in {s.db_dir}: {exc.strerror or exc} — check the folder, then index again.") from exc
         self.manifest.last_indexed = time.time() if (report.changed or not self.manifest.last_indexed) else self.manifest.last_indexed
         self.manifest.save()
         report.seconds = time.perf_counter() - started
@@ -374,7 +343,7 @@ class Indexer:
         for done, (source, doc, error) in enumerate(self._converted(todo, report), start=1):
             st, sha = stats[source]
             t = time.perf_counter()
-            chunks = split_document(doc, s.chunk_size, s.chunk_overlap, s.chunk_separators) if doc else []
+            chunks = split_document(doc, s.chunk_size, s.chunk_overlap, s.chunk_separators, s.code_chunk_size) if doc else []
             report.timed("split", t)
             if doc is None or not chunks:
                 self._fail(source, error or "no text to index", st, report)
@@ -396,7 +365,7 @@ class Indexer:
         count = 0
         for done, doc in enumerate(docs, start=1):
             t = time.perf_counter()
-            chunks = split_document(doc, s.chunk_size, s.chunk_overlap, s.chunk_separators)
+            chunks = split_document(doc, s.chunk_size, s.chunk_overlap, s.chunk_separators, s.code_chunk_size)
             report.timed("split", t)
             batch.append(Pending(doc.source, 0, 0.0, "", doc, chunks))
             count += len(chunks)

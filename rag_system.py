@@ -111,6 +111,11 @@ def passage_json(p: Passage) -> dict[str, Any]:
         "pages": p.pages,
         "lines": list(p.lines) if p.lines else None,
         "heading_path": p.heading_path,
+        "location": p.location,
+        "slides": sorted({c.slide for c in p.chunks if c.slide is not None}),
+        "sheet": p.first.sheet,
+        "rows": [min(c.rows[0] for c in p.chunks if c.rows), max(c.rows[-1] for c in p.chunks if c.rows)] if p.first.rows else None,
+        "symbols": list(dict.fromkeys(c.symbol for c in p.chunks if c.symbol)),
         "chunk_index": p.first.chunk_index,
         "chunk_indexes": [c.chunk_index for c in p.chunks],
         "score": round(p.score, 6),
@@ -124,7 +129,7 @@ class RAGSystem:
         from vector_store import Embedder
 
         self.settings = settings
-        settings.db_dir.mkdir(parents=True, exist_ok=True)
+        ensure_writable(settings.db_dir)
         self._lock = DataLock(settings.db_dir) if lock else None
         if self._lock:
             self._lock.acquire(wait_s=2.0)
@@ -535,6 +540,7 @@ class RAGSystem:
             "keyword_index_chunks": self.keywords.count(),
             "failed": {k: v.reason for k, v in sorted(list(m.failed.items()))},
             "skipped": dict(sorted(list(m.skipped.items()))),
+            "skipped_by_type": skipped_by_type(m.skipped),
             "last_indexed": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(m.last_indexed)) if m.last_indexed else None,
             "embedding_model": self.embedder.name,
             "retrieval_mode": self.settings.retrieval_mode if self.vectors is not None else "bm25 (embedding model unavailable)",
@@ -558,8 +564,38 @@ class RAGSystem:
             self._lock.release()
 
 
+def ensure_writable(folder: Path) -> None:
+    """Fail at start, with the fix, if the data folder cannot be written (read-only, no space)."""
+    import errno
+    import os
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".write-test-{os.getpid()}"
+        probe.write_bytes(b"ok")
+        probe.unlink()
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise DocqaError(f"The disk holding the data folder {folder} is full — free some space, or set DB_DIR to another disk.") from exc
+        raise DocqaError(
+            f"The data folder {folder} is not writable ({exc.strerror or exc}) — fix its permissions, or set DB_DIR (or --db) to a writable folder."
+        ) from exc
+
+
 class UploadRefused(DocqaError):
     pass
+
+
+def skipped_by_type(skipped: dict[str, str]) -> dict[str, dict[str, int]]:
+    """Skipped files counted by type and reason: {"png": {"unsupported file type .png": 3}}."""
+    from discovery import file_type
+
+    out: dict[str, dict[str, int]] = {}
+    for source, reason in skipped.items():
+        kind = "folder" if source.endswith("/") else file_type(source)
+        reason = re.sub(r"^[\d.]+ MB, ", "", reason)  # sizes differ; the limit is the reason
+        out.setdefault(kind, {})[reason] = out.setdefault(kind, {}).get(reason, 0) + 1
+    return dict(sorted(out.items()))
 
 
 def refusal_text(passages: list[Passage], shown: int = 3) -> str:

@@ -65,3 +65,36 @@ def test_ollama_dying_mid_answer_keeps_the_streamed_text_and_auto_falls_back(mak
         assert server_url
     finally:
         rag.close()
+
+
+def test_unwritable_data_folder_is_refused_at_start_with_the_fix(make_settings, tmp_path):
+    from errors import DocqaError
+
+    blocker = tmp_path / "a-file-not-a-folder"
+    blocker.write_text("x")
+    with pytest.raises(DocqaError, match="not writable.*DB_DIR"):
+        RAGSystem(make_settings(db_dir=blocker / "data"))
+
+
+def test_disk_full_while_indexing_is_a_clear_error_and_nothing_half_written(make_settings, monkeypatch):
+    import errno
+
+    import keyword_index
+    from errors import StoreError
+
+    settings = make_settings()
+    (settings.docs_dir / "a.md").write_text("# A\n\nAlpha.\n", encoding="utf-8")
+    rag = RAGSystem(settings)
+    try:
+        def full(self, chunks):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        monkeypatch.setattr(keyword_index.KeywordIndex, "add_chunks", full)
+        with pytest.raises(StoreError, match="full"):
+            rag.index()
+        monkeypatch.undo()
+        assert "a.md" not in rag.indexer.manifest.files  # not recorded as indexed
+        rag.index()
+        assert rag.indexer.check() == []
+    finally:
+        rag.close()
