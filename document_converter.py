@@ -1,8 +1,11 @@
-"""Turn PDF, DOCX and text files into markdown sections that remember where they came from.
+"""Turn documents, data and source files into markdown sections that remember where they came from.
 
-A section is a run of markdown with its position in the original: a PDF page, or the
-first line of a text file. The splitter keeps those positions on every chunk, which is
-what lets an answer cite "guide.pdf, page 3" or "notes.md, lines 12-30".
+A section is a run of markdown with its position in the original: a PDF page, a slide,
+a sheet and its rows, or the first line of a text or code file. The splitter keeps those
+positions on every chunk, which is what lets an answer cite "guide.pdf, page 3",
+"deck.pptx, slide 4" or "notes.md, lines 12-30". This module holds the shared types,
+the dispatch by file type, the cache and the DOCX and plain-text converters; the other
+formats have their own modules (pdf_converter, office_formats, web_formats, data_formats).
 Converted documents are cached as JSON keyed by the file's SHA-256, so an unchanged
 file is never converted twice.
 """
@@ -14,28 +17,35 @@ import hashlib
 import json
 import logging
 import re
-from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Callable
 
+from code_chunker import CODE_EXTENSIONS, CODE_FILE_NAMES
 from errors import ConversionError
 
 log = logging.getLogger(__name__)
 
 # Bump when conversion output changes, so cached conversions are redone.
-CONVERTER_VERSION = 2
+CONVERTER_VERSION = 3
 
 MARKDOWN_EXTENSIONS = {".md", ".markdown", ".mdx", ".rst"}
 TEXT_EXTENSIONS = {
-    ".txt", ".text", ".log", ".csv", ".tsv", ".json", ".jsonl", ".yaml", ".yml", ".toml",
-    ".ini", ".cfg", ".conf", ".xml", ".html", ".htm", ".tex", ".org", ".adoc",
-    ".py", ".pyi", ".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".java", ".kt", ".scala",
-    ".go", ".rs", ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".cs", ".rb", ".php", ".swift",
-    ".m", ".r", ".jl", ".lua", ".pl", ".sh", ".bash", ".zsh", ".ps1", ".sql", ".css",
-    ".scss", ".vue", ".svelte", ".dart", ".hs", ".ex", ".exs", ".erl", ".clj", ".el",
-    ".vim", ".dockerfile", ".makefile", ".gradle", ".proto", ".graphql",
+    ".txt", ".text", ".log", ".jsonl", ".ndjson", ".toml", ".ini", ".cfg", ".conf", ".properties",
+    ".xml", ".tex", ".bib", ".org", ".adoc", ".asciidoc", ".srt", ".vtt",
 }
-SUPPORTED_EXTENSIONS = {".pdf", ".docx"} | MARKDOWN_EXTENSIONS | TEXT_EXTENSIONS
+KIND_BY_EXTENSION: dict[str, str] = {
+    ".pdf": "pdf", ".epub": "epub", ".docx": "docx", ".pptx": "pptx", ".xlsx": "xlsx", ".xlsm": "xlsx",
+    ".csv": "csv", ".tsv": "csv", ".html": "html", ".htm": "html", ".xhtml": "html",
+    ".json": "json", ".yaml": "yaml", ".yml": "yaml",
+    **{ext: "markdown" for ext in MARKDOWN_EXTENSIONS},
+    **{ext: "text" for ext in TEXT_EXTENSIONS},
+    **{ext: "code" for ext in CODE_EXTENSIONS},
+}
+KIND_BY_NAME = {name: "code" for name in CODE_FILE_NAMES}
+SUPPORTED_EXTENSIONS = set(KIND_BY_EXTENSION)
+# Binary containers: their content is never sniffed as text.
+CONTAINER_EXTENSIONS = {ext for ext, kind in KIND_BY_EXTENSION.items() if kind in ("pdf", "epub", "docx", "pptx", "xlsx")}
 
 NEEDS_OCR = "no extractable text (needs OCR)"
 
@@ -49,13 +59,16 @@ class Section:
     start_line: int | None = None  # 1-based line of the original file (text, markdown)
     heading_path: list[str] = field(default_factory=list)  # headings in force where it starts
     heading_levels: list[int] = field(default_factory=list)  # their markdown levels
+    slide: int | None = None  # 1-based slide number (PPTX)
+    sheet: str | None = None  # worksheet name (XLSX)
+    row_numbers: list[int] | None = None  # a table section: the sheet or file row of each table line after the header
 
 
 @dataclass
 class ConvertedDocument:
     source: str  # path relative to the documents folder, with forward slashes
     title: str
-    kind: str  # pdf, docx, markdown, text
+    kind: str  # a value of KIND_BY_EXTENSION: pdf, epub, docx, pptx, xlsx, csv, html, json, yaml, markdown, text, code
     sections: list[Section]
     encoding: str | None = None
     notes: list[str] = field(default_factory=list)
@@ -82,8 +95,13 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def kind_of(path: Path) -> str | None:
+    """The converter a file goes to (see KIND_BY_EXTENSION), or None when docqa cannot read its type."""
+    return KIND_BY_EXTENSION.get(path.suffix.lower()) or KIND_BY_NAME.get(path.name.lower())
+
+
 def is_supported(path: Path) -> bool:
-    return path.suffix.lower() in SUPPORTED_EXTENSIONS
+    return kind_of(path) is not None
 
 
 def cached_conversion(cache_dir: Path | None, sha256: str) -> Path | None:
@@ -118,190 +136,51 @@ def convert_document(path: Path, source: str, cache_dir: Path | None = None, sha
 
 def _convert_uncached(path: Path, source: str) -> ConvertedDocument:
     suffix = path.suffix.lower()
+    kind = kind_of(path)
+    if kind is None:
+        raise ConversionError(f"unsupported file type {suffix or '(none)'}")
     try:
-        if suffix == ".pdf":
-            return convert_pdf_to_markdown(path, source)
-        if suffix == ".docx":
-            return convert_docx_to_markdown(path, source)
-        if suffix in MARKDOWN_EXTENSIONS:
-            return convert_text_to_markdown(path, source, kind="markdown")
-        if suffix in TEXT_EXTENSIONS:
-            return convert_text_to_markdown(path, source, kind="text")
+        return _converter(kind)(path, source)
     except ConversionError:
         raise
     except MemoryError as exc:
         raise ConversionError("too large to convert in memory") from exc
+    except RecursionError as exc:
+        raise ConversionError("nested too deeply to convert") from exc
     except Exception as exc:  # a broken file must never stop indexing of the others
-        raise ConversionError(f"could not be read as {suffix[1:].upper()}: {exc}") from exc
-    raise ConversionError(f"unsupported file type {suffix or '(none)'}")
+        raise ConversionError(f"could not be read as {kind.upper()}: {exc}") from exc
 
 
-# ---------------------------------------------------------------- PDF
+def _converter(kind: str) -> Callable[[Path, str], ConvertedDocument]:
+    """The converter of a kind; format modules are imported only when a file needs them."""
+    if kind == "pdf":
+        from pdf_converter import convert_pdf_to_markdown
+
+        return convert_pdf_to_markdown
+    if kind == "epub":
+        from web_formats import convert_epub_to_markdown
+
+        return convert_epub_to_markdown
+    if kind == "docx":
+        return convert_docx_to_markdown
+    if kind in ("pptx", "xlsx", "csv"):
+        import office_formats
+
+        return {"pptx": office_formats.convert_pptx_to_markdown, "xlsx": office_formats.convert_xlsx_to_markdown, "csv": office_formats.convert_csv_to_markdown}[kind]
+    if kind == "html":
+        from web_formats import convert_html_to_markdown
+
+        return convert_html_to_markdown
+    if kind in ("json", "yaml"):
+        import data_formats
+
+        return data_formats.convert_json_to_markdown if kind == "json" else data_formats.convert_yaml_to_markdown
+    return lambda path, source: convert_text_to_markdown(path, source, kind=kind)
 
 
-def convert_pdf_to_markdown(path: Path, source: str) -> ConvertedDocument:
-    import pymupdf
-
-    try:
-        pdf = pymupdf.open(path)
-    except Exception as exc:
-        raise ConversionError(f"not a readable PDF ({exc}); is the file complete?") from exc
-    with pdf:
-        if pdf.needs_pass:
-            raise ConversionError("encrypted PDF: it needs a password; save an unencrypted copy to index it")
-        if pdf.is_repaired and not _ends_with_eof_marker(path):
-            # PyMuPDF recovers what it can from a cut-off file; indexing half a document silently is worse.
-            raise ConversionError("incomplete PDF: the file ends early (truncated download or copy?); replace it with a complete copy")
-        pages = [_page_lines(page.get_text("dict", flags=pymupdf.TEXTFLAGS_TEXT)["blocks"]) for page in pdf]
-        meta_title = ((pdf.metadata or {}).get("title") or "").strip()
-    pages = _drop_running_lines(pages)
-    body_size = _body_font_size(pages)
-    heading_sizes = _heading_sizes(pages, body_size)
-    sections: list[Section] = []
-    path_stack: list[tuple[int, str]] = []
-    for number, lines in enumerate(pages, start=1):
-        start_path = [h for _, h in path_stack]
-        start_levels = [lvl for lvl, _ in path_stack]
-        out: list[str] = []
-        para: list[str] = []
-        last_block = -1
-        last_level = 0
-        for block_no, text, size in lines:
-            level = _heading_level(size, heading_sizes, text)
-            if block_no != last_block or level:
-                if para:
-                    out.append(_join_pdf_lines(para))
-                    para = []
-            if level:
-                if level == last_level and block_no == last_block and out:
-                    # A heading wrapped over two lines: one heading.
-                    merged = out[-1] + " " + text
-                    out[-1] = merged
-                    path_stack[-1] = (level, merged.lstrip("#").strip())
-                else:
-                    while path_stack and path_stack[-1][0] >= level:
-                        path_stack.pop()
-                    path_stack.append((level, text))
-                    out.append(f"{'#' * level} {text}")
-            else:
-                para.append(_escape_heading_marker(text))
-            last_block, last_level = block_no, level
-        if para:
-            out.append(_join_pdf_lines(para))
-        text = "\n\n".join(out).strip()
-        if text:
-            sections.append(Section(text=text, page=number, heading_path=start_path, heading_levels=start_levels))
-    if not sections:
-        raise ConversionError(NEEDS_OCR)
-    return ConvertedDocument(source=source, title=meta_title or path.stem, kind="pdf", sections=sections)
-
-
-PdfLine = tuple[int, str, float]  # (block number, text, dominant font size)
-
-
-def _ends_with_eof_marker(path: Path) -> bool:
-    with open(path, "rb") as fh:
-        fh.seek(0, 2)
-        fh.seek(max(0, fh.tell() - 1024))
-        return b"%%EOF" in fh.read()
-
-
-def _escape_heading_marker(line: str) -> str:
+def escape_heading_marker(line: str) -> str:
     """Body text starting with '#' (a Python comment in a code sample) must not read as a markdown heading."""
     return "\\" + line if line.startswith("#") else line
-
-
-def _page_lines(blocks: list[dict]) -> list[PdfLine]:
-    """Text lines of a page with their block and dominant font size; spans joined with real gaps."""
-    lines: list[PdfLine] = []
-    for block_no, block in enumerate(blocks):
-        for line in block.get("lines", []):
-            text = ""
-            prev_x1 = None
-            weights: Counter = Counter()
-            for span in line["spans"]:
-                piece = span["text"]
-                if not piece:
-                    continue
-                x0 = span["bbox"][0]
-                if prev_x1 is not None and text and not text.endswith(" ") and not piece.startswith(" ") and x0 - prev_x1 > 0.15 * span["size"]:
-                    text += " "
-                text += piece
-                prev_x1 = span["bbox"][2]
-                weights[round(span["size"], 1)] += len(piece.strip())
-            text = " ".join(text.split())
-            if text and weights:
-                lines.append((block_no, text, weights.most_common(1)[0][0]))
-    return lines
-
-
-def _normalise_running(text: str) -> str:
-    return re.sub(r"\d+", "#", text.lower()).strip()
-
-
-def _drop_running_lines(pages: list[list[PdfLine]]) -> list[list[PdfLine]]:
-    """Drop page numbers and running headers/footers: edge lines repeated on three or more pages."""
-    edge_counts: Counter = Counter()
-    for lines in pages:
-        for _, text, _ in {*lines[:2], *lines[-2:]}:
-            edge_counts[_normalise_running(text)] += 1
-    out = []
-    for lines in pages:
-        edges = set(range(min(2, len(lines)))) | set(range(max(0, len(lines) - 2), len(lines)))
-        kept = []
-        for i, line in enumerate(lines):
-            norm = _normalise_running(line[1])
-            if i in edges and (re.fullmatch(r"[#ivxlc\s.\-–]*", norm) or (edge_counts[norm] >= 3 and len(pages) >= 3)):
-                continue
-            kept.append(line)
-        out.append(kept)
-    return out
-
-
-def _join_pdf_lines(lines: list[str]) -> str:
-    """Join a block's lines, undoing end-of-line hyphenation; other line breaks are kept."""
-    out = lines[0]
-    for nxt in lines[1:]:
-        if out.endswith("-") and not out.endswith(" -") and nxt[:1].islower():
-            out = out[:-1] + nxt
-        else:
-            out = out + "\n" + nxt
-    return out
-
-
-def _size_weights(pages: list[list[PdfLine]]) -> Counter:
-    sizes: Counter = Counter()
-    for lines in pages:
-        for _, text, size in lines:
-            sizes[size] += len(text)
-    return sizes
-
-
-def _body_font_size(pages: list[list[PdfLine]]) -> float:
-    sizes = _size_weights(pages)
-    return sizes.most_common(1)[0][0] if sizes else 0.0
-
-
-def _heading_sizes(pages: list[list[PdfLine]], body: float) -> list[float]:
-    """Font sizes clearly larger than body text and used sparingly, largest first (up to six)."""
-    sizes = _size_weights(pages)
-    total = sum(sizes.values()) or 1
-    big = [s for s, n in sizes.items() if s >= body * 1.15 and n / total < 0.1]
-    return sorted(big, reverse=True)[:6]
-
-
-def _heading_level(size: float, heading_sizes: list[float], text: str) -> int:
-    if size not in heading_sizes or len(text) > 150 or not any(c.isalpha() for c in text):
-        return 0
-    return heading_sizes.index(size) + 1
-
-
-def _first_heading(sections: list[Section]) -> str:
-    for section in sections:
-        for line in section.text.splitlines():
-            if line.startswith("#"):
-                return line.lstrip("#").strip()
-    return ""
 
 
 # ---------------------------------------------------------------- DOCX
@@ -379,7 +258,7 @@ def _docx_paragraph(paragraph, heading_shift: int) -> str:
     numbered = paragraph._p.pPr is not None and paragraph._p.pPr.numPr is not None
     if "List" in style or numbered:
         return f"- {text}"
-    return _escape_heading_marker(text)
+    return escape_heading_marker(text)
 
 
 def _docx_table(table) -> str:
@@ -455,12 +334,18 @@ def _looks_western(raw: bytes) -> bool:
     return bool(letters) and accented <= 0.3 * len(letters)
 
 
-def convert_text_to_markdown(path: Path, source: str, kind: str) -> ConvertedDocument:
+def read_text_file(path: Path) -> tuple[str, str, list[str]]:
+    """A text file's content with its line endings made "\\n", its encoding, and notes on how it was decoded."""
     text, encoding, notes = decode_text(path.read_bytes())
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     if not text.strip():
         raise ConversionError("the file is empty")
-    title = path.stem
+    return text, encoding, notes
+
+
+def convert_text_to_markdown(path: Path, source: str, kind: str) -> ConvertedDocument:
+    text, encoding, notes = read_text_file(path)
+    title = path.name if kind == "code" else path.stem
     if kind == "markdown":
         match = re.search(r"(?m)^#\s+(.+)$", text)
         if match:

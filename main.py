@@ -1,4 +1,4 @@
-"""docqa command line: index, ask, serve, stats, config, check, eval.
+"""docqa command line: index, ask, serve, stats, config, check, eval, analyze.
 
 A thin layer over RAGSystem: it parses flags into settings, calls the API, and turns
 docqa's errors into one-line messages with the fix (exit status 2), never a traceback.
@@ -53,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("--json", action="store_true")
 
     sub.add_parser("config", parents=[common], help="print the effective settings and where each came from")
+
+    analyze = sub.add_parser("analyze", parents=[common], help="profile the documents folder and recommend chunking settings")
+    analyze.add_argument("--json", action="store_true", help="print the profile as one JSON object")
 
     check = sub.add_parser("check", parents=[common], help="compare manifest, vector store and keyword index")
     check.add_argument("--repair", action="store_true", help="re-index only the affected files")
@@ -146,7 +149,9 @@ def cmd_index(rag: Any, args: argparse.Namespace) -> int:
 
 def format_source(n: int, source: dict[str, Any]) -> str:
     where = ""
-    if source["pages"]:
+    if source.get("location") and source["location"] != " > ".join(source["heading_path"]):
+        where = f", {source['location']}"
+    elif source["pages"]:
         pages = source["pages"]
         where = f", page {pages[0]}" if len(pages) == 1 else f", pages {pages[0]}-{pages[-1]}"
     elif source["lines"]:
@@ -224,6 +229,19 @@ def cmd_check(rag: Any, args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
+def cmd_analyze(settings: Any, args: argparse.Namespace) -> int:
+    from folder_profile import format_profile, profile_folder
+
+    if not settings.docs_dir.is_dir():
+        raise DocqaError(f"The documents folder {settings.docs_dir} does not exist: create it, or name another with --docs DIR.")
+    profile = profile_folder(settings)
+    if args.json:
+        print(json.dumps(profile.to_json(), indent=2, ensure_ascii=False))
+    else:
+        print(format_profile(profile, settings))
+    return 0
+
+
 def cmd_config(settings: Any) -> int:
     rows = describe_settings(settings)
     width = max(len(r[0]) for r in rows)
@@ -262,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_config(settings)
         if args.command == "eval":
             return cmd_eval(settings, args)
+        if args.command == "analyze":
+            return cmd_analyze(settings, args)
         from rag_system import RAGSystem
 
         rag = RAGSystem(settings)

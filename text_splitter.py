@@ -1,8 +1,11 @@
-"""Cut converted documents into chunks that keep their position (page, lines, headings).
+"""Cut converted documents into chunks that keep their position (page, slide, rows, lines, headings).
 
-Each section is split on its own, so a chunk never spans two PDF pages and its page
-number is exact; line ranges are counted from the chunk's offset in its section.
-Markdown-like documents prefer to cut just before a heading.
+Each section is split on its own, so a chunk never spans two PDF pages or two slides and
+its position is exact; line ranges are counted from the chunk's offset in its section.
+Markdown-like documents prefer to cut just before a heading. Tables (sheets, CSV files)
+are cut between rows, and every piece repeats the header row. Source code is cut along
+its definitions (code_chunker): a chunk per function, method or class, named.
+Everything else is cut by size with overlap, at paragraph, sentence or word boundaries.
 """
 
 from __future__ import annotations
@@ -10,12 +13,15 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-from document_converter import ConvertedDocument
+from code_chunker import code_units, language_of
+from document_converter import ConvertedDocument, Section
 
 HEADING_SEPARATORS = ["\n# ", "\n## ", "\n### "]
+MARKDOWN_KINDS = {"pdf", "epub", "docx", "pptx", "html", "markdown"}
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 
 
@@ -30,6 +36,10 @@ class Chunk:
     start_line: int | None = None
     end_line: int | None = None
     heading_path: list[str] = field(default_factory=list)
+    slide: int | None = None
+    sheet: str | None = None
+    rows: list[int] | None = None  # [first, last] row of a sheet or CSV file, header row excluded
+    symbol: str | None = None  # the function, method or class of a code chunk: "Parser.parse_config"
 
     @property
     def lines(self) -> tuple[int, int] | None:
@@ -40,16 +50,42 @@ class Chunk:
     @property
     def location(self) -> str:
         """Where the chunk stands, as a person would cite it."""
-        if self.page is not None:
-            return f"page {self.page}"
-        if self.lines:
-            return f"lines {self.start_line}-{self.end_line}"
-        return " > ".join(self.heading_path)
+        return describe_location([self])
 
     def embedding_text(self) -> str:
-        """The text embedded and keyword-indexed: the heading path gives a chunk its topic."""
+        """The text embedded: the heading path gives a chunk its topic; code also gets its file and name."""
         heading = " > ".join(self.heading_path)
+        if self.symbol or (self.start_line is not None and language_of(self.source)):
+            heading = f"{self.source} > {heading}" if heading else self.source
+        elif self.sheet:
+            heading = f"{self.sheet} > {heading}" if heading else self.sheet
         return f"{heading}\n{self.text}" if heading else self.text
+
+
+def _span(numbers: list[int], one: str, many: str) -> str:
+    low, high = min(numbers), max(numbers)
+    return f"{one} {low}" if low == high else f"{many} {low}-{high}"
+
+
+def describe_location(chunks: list[Chunk]) -> str:
+    """Where a run of neighbouring chunks of one file stands: "page 3", "slides 2-3", "sheet Sales rows 2-40",
+    "lines 10-42 (Parser.parse_config)", or the heading path."""
+    pages = [c.page for c in chunks if c.page is not None]
+    if pages:
+        return _span(pages, "page", "pages")
+    slides = [c.slide for c in chunks if c.slide is not None]
+    if slides:
+        return _span(slides, "slide", "slides")
+    rows = [n for c in chunks if c.rows for n in c.rows]
+    if rows:
+        sheets = list(dict.fromkeys(c.sheet for c in chunks if c.sheet))
+        where = f"sheet {', '.join(sheets)} " if sheets else ""
+        return f"{where}{_span(rows, 'row', 'rows')}"
+    lines = [n for c in chunks if c.lines for n in c.lines]
+    if lines:
+        symbols = list(dict.fromkeys(c.symbol for c in chunks if c.symbol))
+        return f"lines {min(lines)}-{max(lines)}" + (f" ({', '.join(symbols)})" if symbols else "")
+    return " > ".join(chunks[0].heading_path) if chunks else ""
 
 
 def chunk_id(source: str, index: int, text: str) -> str:
@@ -62,13 +98,23 @@ def make_splitter(chunk_size: int, chunk_overlap: int, separators: list[str], ma
     return RecursiveCharacterTextSplitter(
         chunk_size=chunk_size,
         chunk_overlap=chunk_overlap,
-        separators=seps,
+        separators=[separator_pattern(sep) for sep in seps],
+        is_separator_regex=True,
         add_start_index=True,
         strip_whitespace=True,
     )
 
 
-def _heading_positions(text: str) -> list[tuple[int, int, str]]:
+def separator_pattern(separator: str) -> str:
+    """A split point as a regular expression; after sentence punctuation (". ") only the space splits,
+    so the full stop stays with its sentence instead of opening the next chunk."""
+    stripped = separator.rstrip()
+    if stripped and stripped[0] in ".!?;:," and stripped != separator:
+        return f"(?<={re.escape(stripped)}){re.escape(separator[len(stripped):])}"
+    return re.escape(separator)
+
+
+def heading_positions(text: str) -> list[tuple[int, int, str]]:
     """(offset, level, heading) of every markdown heading outside code fences."""
     out = []
     offset = 0
@@ -120,40 +166,125 @@ def split_document(
     chunk_size: int = 1000,
     chunk_overlap: int = 200,
     separators: list[str] | None = None,
+    code_chunk_size: int | None = None,
 ) -> list[Chunk]:
     separators = separators if separators is not None else ["\n\n", "\n", ". ", " ", ""]
-    markdown = doc.kind in ("pdf", "docx", "markdown")
+    markdown = doc.kind in MARKDOWN_KINDS
     splitter = make_splitter(chunk_size, chunk_overlap, separators, markdown)
     chunks: list[Chunk] = []
+
+    def add(text: str, section: Section, **position: object) -> None:
+        index = len(chunks)
+        position.setdefault("page", section.page)
+        position.setdefault("slide", section.slide)
+        position.setdefault("sheet", section.sheet)
+        chunks.append(Chunk(id=chunk_id(doc.source, index, text), text=text, source=doc.source, title=doc.title, chunk_index=index, **position))  # type: ignore[arg-type]
+
     for section in doc.sections:
-        headings = _heading_positions(section.text) if markdown else []
+        if doc.kind == "code" and _add_code(section, doc.source, code_chunk_size or max(chunk_size, 2000), splitter, add):
+            continue
+        if section.row_numbers is not None:
+            _add_table(section, chunk_size, splitter, add)
+            continue
+        headings = heading_positions(section.text) if markdown else []
         masked = _mask_fenced_comments(section.text) if markdown else section.text
-        for piece in splitter.create_documents([masked]):
-            text = piece.page_content
-            if not text.strip():
-                continue
-            start = piece.metadata.get("start_index", -1)
-            if start < 0:
-                start = masked.find(text)
-            if start >= 0:
+        for offset, end in _heading_parts(section.text, headings, chunk_size):
+            for piece in splitter.create_documents([masked[offset:end]]):
+                text = piece.page_content
+                if not text.strip():
+                    continue
+                start = piece.metadata.get("start_index", -1)
+                if start < 0:
+                    start = masked.find(text, offset) - offset
+                start += offset
                 text = section.text[start : start + len(text)]  # the original, unmasked text
-            start_line = end_line = None
-            if section.start_line is not None and start >= 0:
-                start_line = section.start_line + section.text.count("\n", 0, start)
-                end_line = start_line + text.count("\n")
-            path = _path_at(section.heading_path, section.heading_levels, headings, max(start, 0)) if markdown else []
-            index = len(chunks)
-            chunks.append(
-                Chunk(
-                    id=chunk_id(doc.source, index, text),
-                    text=text,
-                    source=doc.source,
-                    title=doc.title,
-                    chunk_index=index,
-                    page=section.page,
-                    start_line=start_line,
-                    end_line=end_line,
-                    heading_path=path,
-                )
-            )
+                start_line = end_line = None
+                if section.start_line is not None:
+                    start_line = section.start_line + section.text.count("\n", 0, start)
+                    end_line = start_line + text.count("\n")
+                path = _path_at(section.heading_path, section.heading_levels, headings, start + _content_offset(text)) if markdown else list(section.heading_path)
+                add(text, section, start_line=start_line, end_line=end_line, heading_path=path)
     return chunks
+
+
+def _heading_parts(text: str, headings: list[tuple[int, int, str]], chunk_size: int) -> list[tuple[int, int]]:
+    """(start, end) offsets of the runs of text between headings, each run starting at its heading.
+
+    A heading with nothing under it but another heading stays with the one below it, so
+    "# Chapter 3" is not a chunk of its own; so does a section shorter than a quarter chunk
+    when the two fit one chunk, so a one-line section does not become a sliver. Every run
+    is then cut by size on its own.
+    """
+    bounds = [0] + [offset for offset, _, _ in headings if offset > 0] + [len(text)]
+    parts: list[tuple[int, int]] = []
+    start = 0
+    for end, after in zip(bounds[1:], bounds[2:] + [len(text)]):
+        body = _content_offset(text[start:end]) < end - start
+        small = end - start < chunk_size // 4 and after - start <= chunk_size
+        if body and not small:
+            parts.append((start, end))
+            start = end
+    if start < len(text):
+        parts.append((start, len(text)))
+    return parts
+
+
+def _content_offset(text: str) -> int:
+    """Offset of the first line that is neither blank nor a heading: where a chunk's own text begins."""
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        if line.strip() and not _HEADING.match(line.strip()):
+            return offset
+        offset += len(line)
+    return len(text)
+
+
+def _add_code(section: Section, source: str, max_chars: int, splitter: RecursiveCharacterTextSplitter, add: Callable[..., None]) -> bool:
+    """A code section cut along its definitions; False when its language cannot be parsed here."""
+    language = language_of(source)
+    units = code_units(section.text, language, max_chars) if language else None
+    if units is None:
+        return False
+    lines = section.text.split("\n")
+    first = section.start_line or 1
+    for unit in units:
+        text = "\n".join(lines[unit.start_line - 1 : unit.end_line])
+        path = unit.symbol.split(".") if unit.symbol else []
+        where = {"start_line": first + unit.start_line - 1, "end_line": first + unit.end_line - 1, "heading_path": path, "symbol": unit.symbol}
+        pieces = [text] if len(text) <= max_chars else [p.page_content for p in splitter.create_documents([text])]
+        for piece in pieces:  # more than one only for a single line longer than the limit
+            if piece.strip():
+                add(piece, section, **where)
+    return True
+
+
+def _add_table(section: Section, chunk_size: int, splitter: RecursiveCharacterTextSplitter, add: Callable[..., None]) -> None:
+    """A markdown table cut between rows, the header row (and its rule) repeated at the top of every piece."""
+    lines = section.text.split("\n")
+    header, body = "\n".join(lines[:2]), lines[2:]
+    numbers = section.row_numbers or []
+    piece: list[str] = []
+    piece_rows: list[int] = []
+    size = len(header)
+
+    def flush() -> None:
+        nonlocal size
+        if piece:
+            add(header + "\n" + "\n".join(piece), section, rows=[piece_rows[0], piece_rows[-1]], heading_path=list(section.heading_path))
+        piece.clear()
+        piece_rows.clear()
+        size = len(header)
+
+    for n, row in enumerate(body):
+        number = numbers[n] if n < len(numbers) else (numbers[-1] if numbers else n + 2)
+        if len(header) + len(row) + 1 > chunk_size:
+            flush()
+            for part in splitter.split_text(row):  # a row too wide for one chunk: its cells in pieces
+                add(f"{header}\n{part}", section, rows=[number, number], heading_path=list(section.heading_path))
+            continue
+        if size + len(row) + 1 > chunk_size:
+            flush()
+        piece.append(row)
+        piece_rows.append(number)
+        size += len(row) + 1
+    flush()

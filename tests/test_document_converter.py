@@ -292,9 +292,9 @@ def test_empty_file_is_refused(tmp_path, name):
 
 
 def test_unsupported_type_is_refused(tmp_path):
-    path = tmp_path / "slides.pptx"
+    path = tmp_path / "archive.zip"
     path.write_bytes(b"PK\x03\x04")
-    fails_with(path, "unsupported file type .pptx")
+    fails_with(path, "unsupported file type .zip")
 
 
 # --- Conversion cache ----------------------------------------------------------------------

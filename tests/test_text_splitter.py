@@ -198,10 +198,32 @@ def test_markdown_chunks_carry_their_heading_path():
         assert paths == {path}, needle
 
 
-def test_a_chunk_starting_before_a_heading_keeps_the_earlier_path():
-    chunks = split_document(text_doc(GUIDE.format(linux=""), "guide.md", "markdown"), 200, 40)
-    both = next(c for c in chunks if "Pick the package" in c.text and "### Linux" in c.text)
-    assert both.heading_path == ["Guide", "Install"]
+BOOK = """# Chapter 3
+
+## Functions
+
+{functions}
+
+### Parameters
+
+{parameters}
+"""
+
+
+def test_sections_are_cut_at_their_headings_before_size():
+    functions = "A function is a named sequence of statements that performs a computation. " * 2
+    parameters = "A parameter receives the value of an argument when the function is called. " * 2
+    chunks = split_document(text_doc(BOOK.format(functions=functions, parameters=parameters), "book.md", "markdown"), 400, 40)
+    assert [(c.heading_path, c.text.split("\n")[0]) for c in chunks] == [
+        (["Chapter 3", "Functions"], "# Chapter 3"),  # a heading with nothing under it stays with the next
+        (["Chapter 3", "Functions", "Parameters"], "### Parameters"),
+    ]
+
+
+def test_a_sliver_of_a_section_joins_the_next_and_keeps_its_own_path():
+    text = BOOK.format(functions="Short.", parameters="A parameter receives the value of an argument. " * 3)
+    (chunk,) = split_document(text_doc(text, "book.md", "markdown"), 400, 40)
+    assert chunk.heading_path == ["Chapter 3", "Functions"] and "### Parameters" in chunk.text
 
 
 def test_code_block_is_not_cut_at_a_comment_line():
