@@ -36,7 +36,11 @@ class Settings:
         Path("data"), "Data folder: vector store, keyword index, manifest, conversion cache."
     )
     # Files
-    max_file_mb: float = _setting(50.0, "Files larger than this (MB) are skipped with a reason.")
+    max_file_mb: float = _setting(
+        10.0,
+        "Files larger than this (MB) are not indexed: the folder walk lists them as skipped with their "
+        "size, and uploads over it are refused (one limit, so an upload is never accepted and then left out).",
+    )
     convert_workers: int = _setting(0, "Processes converting files in parallel; 0 picks min(cores, 4).")
     convert_timeout_s: float = _setting(
         120.0, "A file whose conversion takes longer is skipped, so one bad file cannot hang indexing."
@@ -47,6 +51,11 @@ class Settings:
     # Chunking
     chunk_size: int = _setting(1000, "Characters per chunk.")
     chunk_overlap: int = _setting(200, "Characters shared by neighbouring chunks.")
+    code_chunk_size: int = _setting(
+        2000,
+        "Characters per source-code chunk: a function, method or class up to this size is one chunk; "
+        "a longer one is cut between statements. `python main.py analyze` suggests a value for your folder.",
+    )
     chunk_separators: list = _setting(
         DEFAULT_SEPARATORS,
         "Split points, tried in order (JSON list; escapes like \\n allowed).",
@@ -69,10 +78,31 @@ class Settings:
     retrieval_mode: str = _setting(
         "hybrid", "hybrid (BM25 + vectors), vector or bm25.", choices=("hybrid", "vector", "bm25")
     )
-    candidate_k: int = _setting(50, "Candidates each retriever returns before fusion.")
-    rrf_k: int = _setting(60, "Reciprocal rank fusion constant.")
-    vector_weight: float = _setting(1.0, "Weight of the vector ranking in fusion.")
-    bm25_weight: float = _setting(1.0, "Weight of the BM25 ranking in fusion.")
+    candidate_k: int = _setting(
+        100,
+        "Candidates each retriever returns before fusion. Deeper lists give the score "
+        "normalisation a steadier floor; 100 costs a few ms and ranked at least as well as 50 on both test sets.",
+    )
+    fusion: str = _setting(
+        "blend",
+        "How hybrid mode combines the two lists: blend (min-max normalised scores, weighted) "
+        "or rrf (reciprocal rank fusion). blend keeps how clearly a retriever prefers a chunk; "
+        "it beat rrf on SciFact (nDCG@10 +0.014) and on the Think Python questions (page hit@1 +0.06).",
+        choices=("blend", "rrf"),
+    )
+    rrf_k: int = _setting(60, "Reciprocal rank fusion constant (FUSION=rrf); 60 is the usual choice.")
+    vector_weight: float = _setting(
+        0.6,
+        "Weight of the vector list in fusion. The embedding model is the better single "
+        "retriever on questions in plain words, so it leads; BM25 adds exact names and terms.",
+    )
+    bm25_weight: float = _setting(0.4, "Weight of the BM25 list in fusion (see VECTOR_WEIGHT).")
+    neighbour_weight: float = _setting(
+        0.2,
+        "Share of the mean fused score of a chunk's previous and next chunk (same file) added to "
+        "its own, so a chunk inside a matching section beats an isolated match; 0 turns it off. "
+        "Lifted Think Python page hit@1 by 0.06; SciFact nDCG@10 +0.003.",
+    )
     max_chunks_per_file: int = _setting(
         3, "At most this many passages from one file per answer (0 = no cap)."
     )
@@ -269,12 +299,24 @@ def load_settings(
 def _validate(s: Settings) -> None:
     if s.chunk_size <= 0:
         raise ConfigError(f"CHUNK_SIZE must be positive, got {s.chunk_size}.")
+    if s.code_chunk_size <= 0:
+        raise ConfigError(f"CODE_CHUNK_SIZE must be positive, got {s.code_chunk_size}.")
+    if s.max_file_mb <= 0:
+        raise ConfigError(f"MAX_FILE_MB must be positive, got {s.max_file_mb}.")
     if not 0 <= s.chunk_overlap < s.chunk_size:
         raise ConfigError(
             f"CHUNK_OVERLAP ({s.chunk_overlap}) must be at least 0 and below CHUNK_SIZE ({s.chunk_size})."
         )
     if s.top_k <= 0:
         raise ConfigError(f"TOP_K must be positive, got {s.top_k}.")
+    if s.neighbour_weight < 0:
+        raise ConfigError(f"NEIGHBOUR_WEIGHT must be at least 0, got {s.neighbour_weight}.")
+    if s.candidate_k <= 0:
+        raise ConfigError(f"CANDIDATE_K must be positive, got {s.candidate_k}.")
+    if s.vector_weight < 0 or s.bm25_weight < 0 or s.vector_weight + s.bm25_weight <= 0:
+        raise ConfigError(
+            f"VECTOR_WEIGHT ({s.vector_weight}) and BM25_WEIGHT ({s.bm25_weight}) must be at least 0, and not both 0."
+        )
 
 
 def describe_settings(s: Settings) -> list[tuple[str, str, str]]:

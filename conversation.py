@@ -40,14 +40,14 @@ _LEAD = re.compile(
 )
 _CONNECTIVE = re.compile(r"^\s*(?:and|but|so|also|then|ok(?:ay)?|now)\b[,\s]*", re.IGNORECASE)
 _POINTERS = re.compile(
-    r"\b(?:it|its|it's|they|them|their|theirs|that|those|this|these|he|she|him|her|one|ones|the\s+same|there|such)\b",
+    r"\b(?:it|its|it's|they|them|their|theirs|that|those|this|these|he|she|him|her|the\s+same|there|such)\b",
     re.IGNORECASE,
 )
 _TERSE = re.compile(r"^\s*(?:why|how|how so|really|example|examples|more|tell me more|go on|explain|and then|what else)\s*[?.!]*\s*$", re.IGNORECASE)
 QUESTION_WORDS = {
     "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "is", "are", "was", "were",
     "do", "does", "did", "can", "could", "should", "would", "will", "i", "my", "me", "you", "your",
-    "python", "book", "author", "use", "get", "make", "way", "difference", "mean", "means",
+    "use", "get", "make", "way", "difference", "mean", "means",
 }
 """Words that ask rather than name the topic, kept out of a question's key terms."""
 FOLLOW_UP_MAX_WORDS = 10

@@ -160,9 +160,14 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else 0.0
 
 
-def rank_documents(retriever: Any, query: str, mode: str | None, depth: int = 100) -> dict[str, float]:
+# Candidates per retriever when ranking documents: a document has several chunks, and
+# Recall@100 needs 100 documents in the run, more than the usual CANDIDATE_K chunks give.
+BEIR_DEPTH = 300
+BEIR_METRICS = ["ndcg@10", "recall@10", "recall@100", "mrr@10"]
+
+
+def documents_by_best_chunk(retriever: Any, ranked: list[tuple[str, float, dict[str, int]]]) -> dict[str, float]:
     """Document-level run: a document's score is its best chunk's (the chunk ids map to sources)."""
-    ranked = retriever.rank(query, mode=mode, depth=depth)
     chunks = retriever.keywords.get_chunks([cid for cid, _, _ in ranked])
     scores: dict[str, float] = {}
     for cid, score, _ in ranked:
@@ -172,39 +177,60 @@ def rank_documents(retriever: Any, query: str, mode: str | None, depth: int = 10
     return scores
 
 
+def beir_slice(corpus: dict[str, Any], judged: list[str], qrels: dict[str, dict[str, int]], limit: int) -> tuple[dict[str, Any], list[str]]:
+    """The first `limit` judged queries and a corpus of about 10 documents per query: theirs, then others."""
+    judged = judged[:limit]
+    keep = [d for q in judged for d in qrels[q] if d in corpus]
+    keep = list(dict.fromkeys(keep))
+    extra = [d for d in corpus if d not in set(keep)][: max(0, limit * 10 - len(keep))]
+    return {d: corpus[d] for d in keep + extra}, judged
+
+
 def evaluate_beir(settings: Settings, folder: Path, split: str = "train", mode: str | None = None, limit: int | None = None) -> dict[str, Any]:
+    """Index a BEIR corpus into a throwaway index and score one retrieval mode."""
+    return evaluate_beir_modes(settings, folder, [mode or settings.retrieval_mode], split, limit)[0]
+
+
+def evaluate_beir_modes(settings: Settings, folder: Path, modes: list[str], split: str = "train", limit: int | None = None) -> list[dict[str, Any]]:
+    """Score several retrieval modes on one throwaway index (indexing is the slow part).
+
+    Query latency is the time of Retriever.rank (embedding, both searches, fusion);
+    mapping chunks to documents for scoring is left out, as it is not part of answering.
+    """
     from ranx import Qrels, Run, evaluate
 
     corpus, queries, qrels = load_beir(folder, split)
     judged = [q for q in queries if q in qrels]
     if limit:
-        judged = judged[:limit]
-        keep = {d for q in judged for d in qrels[q]}
-        extra = [d for d in corpus if d not in keep][: max(0, limit * 10 - len(keep))]
-        corpus = {d: corpus[d] for d in list(keep) + extra if d in corpus}
+        corpus, judged = beir_slice(corpus, judged, qrels, limit)
+    results = []
     with ThrowawayIndex(settings) as index:
         started = time.perf_counter()
         index.rag.indexer.add_converted(beir_documents(corpus))
         index_s = time.perf_counter() - started
-        run: dict[str, dict[str, float]] = {}
-        latencies = []
-        for qid in judged:
-            t = time.perf_counter()
-            scores = rank_documents(index.rag.retriever, queries[qid], mode)
-            latencies.append((time.perf_counter() - t) * 1000)
-            run[qid] = scores or {"__none__": 0.0}
-        reused = index.cache.reused if index.cache else 0
-    metrics = evaluate(Qrels({q: qrels[q] for q in judged}), Run(run), ["ndcg@10", "recall@10", "recall@100", "mrr@10"])
-    return {
-        **{k: round(float(v), 4) for k, v in metrics.items()},
-        "mode": mode or settings.retrieval_mode,
-        "queries": len(judged),
-        "docs": len(corpus),
-        "index_s": round(index_s, 2),
-        "embeddings_reused": reused,
-        "query_ms_p50": round(percentile(latencies, 50), 2),
-        "query_ms_p95": round(percentile(latencies, 95), 2),
-    }
+        retriever = index.rag.retriever
+        depth = max(settings.candidate_k, BEIR_DEPTH)
+        for mode in modes:
+            run: dict[str, dict[str, float]] = {}
+            latencies = []
+            for qid in judged:
+                t = time.perf_counter()
+                ranked = retriever.rank(queries[qid], mode=mode, depth=depth)
+                latencies.append((time.perf_counter() - t) * 1000)
+                run[qid] = documents_by_best_chunk(retriever, ranked) or {"__none__": 0.0}
+            metrics = evaluate(Qrels({q: qrels[q] for q in judged}), Run(run), BEIR_METRICS)
+            results.append({
+                **{k: round(float(v), 4) for k, v in metrics.items()},
+                "mode": mode,
+                "queries": len(judged),
+                "docs": len(corpus),
+                "chunks": index.rag.keywords.count(),
+                "index_s": round(index_s, 2),
+                "embeddings_reused": index.cache.reused if index.cache else 0,
+                "query_ms_p50": round(percentile(latencies, 50), 2),
+                "query_ms_p95": round(percentile(latencies, 95), 2),
+            })
+    return results
 
 
 REFUSAL_MARKERS = ("do not cover", "does not cover", "don't cover", "not covered", "no information", "not mentioned", "cannot find", "can't find", "not contain")

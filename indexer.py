@@ -158,9 +158,11 @@ class IndexReport:
         )
 
 
-def discover_files(docs_dir: Path, max_bytes: int) -> tuple[dict[str, tuple[Path, os.stat_result]], dict[str, str]]:
-    """Every file under docs_dir to index (source -> (path, stat)), and the files skipped with why."""
-    found = discover(docs_dir, max_bytes)
+def discover_files(
+    docs_dir: Path, max_bytes: int, known: dict[str, tuple[int, float]] | None = None
+) -> tuple[dict[str, tuple[Path, os.stat_result]], dict[str, str]]:
+    """Every file under docs_dir to index (source -> (path, stat)), and the files skipped with why (discovery.py)."""
+    found = discover(docs_dir, max_bytes, known)
     return found.found, found.skipped
 
 
@@ -238,7 +240,8 @@ class Indexer:
         self.manifest.signature = signature
         self.repair_quick()
 
-        found, skipped = discover_files(s.docs_dir, int(s.max_file_mb * 1e6))
+        indexed = {source: (r.size, r.mtime) for source, r in self.manifest.files.items()}
+        found, skipped = discover_files(s.docs_dir, int(s.max_file_mb * 1e6), known=indexed)
         self.manifest.skipped = skipped
         report.skipped = dict(skipped)
 

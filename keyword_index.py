@@ -26,7 +26,7 @@ from text_splitter import Chunk
 log = logging.getLogger(__name__)
 
 # Bump when tokenize() or index_text() changes: stored tokens are then rebuilt from the text.
-TOKENIZER_VERSION = 2
+TOKENIZER_VERSION = 3
 
 _WORD = re.compile(r"\w+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
@@ -79,15 +79,15 @@ def tokenize(text: str) -> list[str]:
     return _stem(words) if words else []
 
 
-def index_text(title: str, heading_path: list[str], text: str) -> str:
-    """What BM25 sees for a chunk: the document title, then the heading path twice, then the text.
+def index_text(chunk: Chunk) -> str:
+    """What BM25 sees for a chunk: the document title, the heading path, then the embedded text.
 
-    Chunk.embedding_text() already leads with the heading path; repeating it here gives
-    headings double weight, which lifted page hit@1 on the Think Python questions without
-    changing anything for documents that have no headings.
+    Chunk.embedding_text() already leads with the heading path, so headings count twice:
+    a light field weighting (a heading names what its section is about) that lifted page
+    hit@1 on the Think Python questions and changes nothing for text without headings.
     """
-    heading = " > ".join(heading_path)
-    return f"{title}\n{heading}\n{heading}\n{text}" if heading else f"{title}\n{text}"
+    heading = " > ".join(chunk.heading_path)
+    return f"{chunk.title}\n{heading}\n{chunk.embedding_text()}" if heading else f"{chunk.title}\n{chunk.embedding_text()}"
 
 
 def _matches(meta: dict[str, Any], where: dict[str, Any] | None) -> bool:
@@ -150,19 +150,17 @@ class KeywordIndex:
         row = self.db.execute("SELECT value FROM state WHERE key='tokenizer'").fetchone()
         if row and int(row[0]) == TOKENIZER_VERSION:
             return
-        rows = self.db.execute("SELECT id, text, meta FROM chunks").fetchall()
-        updates = []
-        for cid, text, meta in rows:
-            m = json.loads(meta)
-            updates.append((" ".join(tokenize(index_text(m.get("title", ""), m.get("heading_path") or [], text))), cid))
+        ids = [r[0] for r in self.db.execute("SELECT id FROM chunks")]
+        chunks = self.get_chunks(ids)
+        updates = [(" ".join(tokenize(index_text(chunk))), cid) for cid, chunk in chunks.items()]
         self.db.executemany("UPDATE chunks SET tokens = ? WHERE id = ?", updates)
         self.db.execute(
             "INSERT INTO state(key, value) VALUES('tokenizer', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             (str(TOKENIZER_VERSION),),
         )
-        if rows:
+        if updates:
             self._bump()
-            log.info("Re-tokenized %d chunks for keyword search (tokenizer version %d)", len(rows), TOKENIZER_VERSION)
+            log.info("Re-tokenized %d chunks for keyword search (tokenizer version %d)", len(updates), TOKENIZER_VERSION)
         self.db.commit()
 
     def generation(self) -> int:
@@ -177,10 +175,11 @@ class KeywordIndex:
             meta = {
                 "title": c.title, "page": c.page, "start_line": c.start_line,
                 "end_line": c.end_line, "heading_path": c.heading_path,
+                "slide": c.slide, "sheet": c.sheet, "rows": c.rows, "symbol": c.symbol,
             }
             rows.append(
                 (c.id, c.source, Path(c.source).suffix.lower().lstrip("."), c.chunk_index, c.text,
-                 " ".join(tokenize(index_text(c.title, c.heading_path, c.text))), json.dumps(meta, ensure_ascii=False))
+                 " ".join(tokenize(index_text(c))), json.dumps(meta, ensure_ascii=False))
             )
         with self._lock:
             self.db.executemany("INSERT OR REPLACE INTO chunks VALUES (?,?,?,?,?,?,?)", rows)
@@ -238,7 +237,17 @@ class KeywordIndex:
                     id=cid, text=text, source=source, title=m.get("title", ""), chunk_index=index,
                     page=m.get("page"), start_line=m.get("start_line"), end_line=m.get("end_line"),
                     heading_path=m.get("heading_path") or [],
+                    slide=m.get("slide"), sheet=m.get("sheet"), rows=m.get("rows"), symbol=m.get("symbol"),
                 )
+        return out
+
+    def positions(self, ids: list[str]) -> dict[str, tuple[str, int]]:
+        """(source, chunk index) of each known chunk id: cheap, for neighbour lookups."""
+        out: dict[str, tuple[str, int]] = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            rows = self.db.execute(f"SELECT id, source, chunk_index FROM chunks WHERE id IN ({','.join('?' * len(part))})", part)
+            out.update((cid, (source, index)) for cid, source, index in rows)
         return out
 
     def chunks_of_source(self, source: str) -> list[Chunk]:

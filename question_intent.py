@@ -34,11 +34,14 @@ SUMMARY = re.compile(
 WHOLE_DOCUMENT_WORDS = {"document", "file", "pdf", "book", "paper", "report", "it", "this", "that", "everything", "all"}
 """Words that point at a whole document when a summary request names no file."""
 PART_BREAK = re.compile(
-    r"(?:\?\s+|;\s+|,?\s+and\s+(?=(?:(?:in|on|at|for|from|by|with|to)\s+)?(?:what|which|who|when|where|why|how|is|are|does|do|did|can)\b)"
-    r"|,\s+(?=(?:(?:in|on|at|for|from|by|with|to)\s+)?(?:what|which|who|when|where|why|how)\b))",
+    r"(?:\?\s+|;\s+|,?\s+and\s+(?=(?:(?:in|on|at|for|from|by|with|to)\s+)?(?:what|which|who|when|where|why|how|is|are|does|do|did|can)\b))",
     re.IGNORECASE,
 )
+"""Where a question's parts meet: after a "?", at ";", or at "and" before a new question word.
+A comma alone does not split: "If I create a Card, which card do I get?" is one question."""
 MIN_PART_WORDS = 3
+MAX_PARTS = 3
+"""Each part may add a passage to the prompt; more parts than this are searched as one question."""
 
 
 @dataclass
@@ -57,9 +60,9 @@ def summary_target(question: str, sources: list[str], titles: dict[str, str] | N
     if not found or not sources:
         return None
     target = re.sub(r"^(?:the|this|that|my|your)\s+", "", found["target"].strip(), flags=re.IGNORECASE)
-    target = re.sub(r"^(?:document|file|pdf|book|paper|report)\s+(?:called|named)?\s*", "", target, flags=re.IGNORECASE)
+    target = re.sub(r"^(?:document|file|pdf|book|paper|report)\s+(?:called|named)\s+", "", target, flags=re.IGNORECASE)
     wanted = _normal(target)
-    if not wanted or wanted in WHOLE_DOCUMENT_WORDS or wanted.split()[0] in WHOLE_DOCUMENT_WORDS and len(wanted.split()) == 1:
+    if not wanted or wanted in WHOLE_DOCUMENT_WORDS:
         return SummaryRequest(sources[0], target) if len(sources) == 1 else None
     titles = titles or {}
     best, best_score = None, 0.0
@@ -106,4 +109,10 @@ def split_question(question: str, min_chars: int) -> list[str]:
         parts.append(piece.rstrip("?") + "?")
     if carry and parts:
         parts[-1] = f"{parts[-1]} {carry}"
-    return parts if len(parts) > 1 else []
+    if not 2 <= len(parts) <= MAX_PARTS:
+        return []
+    # "…, and what are their orders of growth?" searches better with the first part's topic.
+    from conversation import looks_like_follow_up, rewrite_by_rule
+
+    first = [{"role": "user", "content": parts[0]}]
+    return [parts[0], *(rewrite_by_rule(p, parts[0]) if looks_like_follow_up(p, first) else p for p in parts[1:])]

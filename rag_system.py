@@ -375,18 +375,28 @@ class RAGSystem:
         return rewrite.question
 
     def _retrieve(self, question: str, parts: list[str], k: int | None, where: Where | None) -> list[Passage]:
-        """Passages for the question; for a multi-part one, the rankings of it and each part fused."""
+        """Passages for the question; a multi-part one adds each part's best passage the question missed.
+
+        The whole question keeps its k passages: on Think Python, giving parts slots of their
+        own, or fusing their rankings evenly with it, pushed out passages the question found.
+        """
         if not parts:
             return self.retrieve_context(question, k=k, where=where)
-        from retriever import cap_per_file, merge_neighbours, reciprocal_rank_fusion
+        from retriever import cap_per_file, merge_neighbours
 
         k = k or self.settings.top_k
-        queries = {"question": question, **{f"part {n}": part for n, part in enumerate(parts, start=1)}}
-        rankings = {name: [cid for cid, _, _ in self.retriever.rank(q, where=where)] for name, q in queries.items()}
-        fused = reciprocal_rank_fusion(rankings, {}, self.settings.rrf_k)
-        chunks = self.keywords.get_chunks([cid for cid, _, _ in fused[: max(k * 4, 20)]])
-        candidates = [Passage([chunks[cid]], score, found) for cid, score, found in fused if cid in chunks]
-        return merge_neighbours(cap_per_file(candidates, k, self.settings.max_chunks_per_file))
+        whole = self.retriever.rank(question, where=where)
+        picked = whole[:k]
+        seen = {cid for cid, _, _ in picked}
+        for part in parts:
+            ranked = self.retriever.rank(part, where=where)
+            if ranked and ranked[0][0] not in seen:
+                picked.append(ranked[0])
+                seen.add(ranked[0][0])
+        ordered = picked + [row for row in whole[k:] if row[0] not in seen]
+        chunks = self.keywords.get_chunks([cid for cid, _, _ in ordered[: max(len(picked) * 4, 20)]])
+        candidates = [Passage([chunks[cid]], score, found) for cid, score, found in ordered if cid in chunks]
+        return merge_neighbours(cap_per_file(candidates, len(picked), self.settings.max_chunks_per_file))
 
     def _prepare_checks(self, answer: Answer, question: str) -> Any:
         """Embed the passages' sentences and judge relevance; None when the embedding model is unavailable."""

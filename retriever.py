@@ -1,9 +1,12 @@
 """Hybrid retrieval: vector and BM25 rankings fused, then shaped into context for the prompt.
 
 Vector search finds paraphrases and misses exact names; BM25 finds names and misses
-paraphrases. Fusing their rankings beats both. The context step then keeps one long
-file from crowding out the others and merges neighbouring chunks of a file, so the
-model sees one coherent passage instead of two overlapping fragments.
+paraphrases. Fusing them beats both. The default fusion blends their scores, each
+min-max normalised over its own candidates: unlike reciprocal rank fusion (FUSION=rrf)
+it keeps how far apart the candidates are, so a clear BM25 winner on an exact name
+outweighs a flat vector list and the other way round. The context step then keeps one
+long file from crowding out the others and merges neighbouring chunks of a file, so
+the model sees one coherent passage instead of two overlapping fragments.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from typing import Any
 
 from config import Settings
 from keyword_index import KeywordIndex
-from text_splitter import Chunk
+from name_search import definitions_first
+from text_splitter import Chunk, describe_location
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +33,7 @@ class Passage:
     chunks: list[Chunk]
     score: float
     found_by: dict[str, int] = field(default_factory=dict)  # retriever -> 1-based rank
+    best: Chunk | None = None  # the chunk that ranked highest, once neighbours are merged in
 
     @property
     def first(self) -> Chunk:
@@ -44,6 +49,9 @@ class Passage:
 
     @property
     def page(self) -> int | None:
+        """The page of the best-matching chunk: where a reader should look first."""
+        if self.best is not None and self.best.page is not None:
+            return self.best.page
         return self.pages[0] if self.pages else None
 
     @property
@@ -66,12 +74,8 @@ class Passage:
 
     @property
     def location(self) -> str:
-        pages = self.pages
-        if pages:
-            return f"page {pages[0]}" if len(pages) == 1 else f"pages {pages[0]}-{pages[-1]}"
-        if self.lines:
-            return f"lines {self.lines[0]}-{self.lines[1]}"
-        return " > ".join(self.heading_path)
+        """"page 3", "slides 2-3", "sheet Sales rows 2-40", "lines 10-42 (parse_config)", or the heading path."""
+        return describe_location(self.chunks)
 
     @property
     def label(self) -> str:
@@ -103,6 +107,52 @@ def reciprocal_rank_fusion(
     return [(cid, scores[cid], ranks[cid]) for cid in ordered]
 
 
+def score_blend(
+    hits: dict[str, list[tuple[str, float]]], weights: dict[str, float]
+) -> list[tuple[str, float, dict[str, int]]]:
+    """Weighted mean of min-max normalised scores; a retriever that missed a chunk gives it 0.
+
+    Each retriever's list is scaled to [0, 1] on its own (best 1, worst candidate 0), so
+    cosine similarities and BM25 scores become comparable. Returns (id, score, ranks) best first.
+    """
+    scores: dict[str, float] = {}
+    ranks: dict[str, dict[str, int]] = {}
+    total = sum(weights.get(name, 1.0) for name, found in hits.items() if found) or 1.0
+    for name, found in hits.items():
+        if not found:
+            continue
+        weight = weights.get(name, 1.0) / total
+        values = [score for _, score in found]
+        low, high = min(values), max(values)
+        span = high - low
+        for rank, (cid, score) in enumerate(found, start=1):
+            norm = (score - low) / span if span > 1e-12 else 1.0
+            scores[cid] = scores.get(cid, 0.0) + weight * norm
+            ranks.setdefault(cid, {})[name] = rank
+    ordered = sorted(scores, key=lambda c: (-scores[c], min(ranks[c].values())))
+    return [(cid, scores[cid], ranks[cid]) for cid in ordered]
+
+
+def add_neighbour_context(
+    fused: list[tuple[str, float, dict[str, int]]], positions: dict[str, tuple[str, int]], weight: float
+) -> list[tuple[str, float, dict[str, int]]]:
+    """Add `weight` x the mean fused score of a chunk's previous and next chunk in its file.
+
+    A chunk inside a section that matches as a whole beats an equally scored chunk that
+    matches alone; neighbours that are not candidates count 0. Returns the list re-sorted.
+    """
+    score_at = {positions[cid]: score for cid, score, _ in fused if cid in positions}
+    out = []
+    for cid, score, ranks in fused:
+        if cid in positions:
+            source, index = positions[cid]
+            around = score_at.get((source, index - 1), 0.0) + score_at.get((source, index + 1), 0.0)
+            score += weight * around / 2
+        out.append((cid, score, ranks))
+    out.sort(key=lambda item: item[1], reverse=True)
+    return out
+
+
 class Retriever:
     """Answers "which chunks fit this question" with vectors, BM25, or both fused."""
 
@@ -118,13 +168,19 @@ class Retriever:
         if self.vectors is None and mode != "bm25":
             mode = "bm25"
         depth = depth or max(s.candidate_k, s.top_k)
-        rankings: dict[str, list[str]] = {}
+        hits: dict[str, list[tuple[str, float]]] = {}
         if mode in ("hybrid", "vector"):
-            rankings["vector"] = [h.id for h in self.vectors.retrieve_context(question, depth, where)]
+            hits["vector"] = [(h.id, h.score) for h in self.vectors.retrieve_context(question, depth, where)]
         if mode in ("hybrid", "bm25"):
-            rankings["bm25"] = [cid for cid, _ in self.keywords.search(question, depth, where)]
+            hits["bm25"] = self.keywords.search(question, depth, where)
         weights = {"vector": s.vector_weight, "bm25": s.bm25_weight}
-        return reciprocal_rank_fusion(rankings, weights, s.rrf_k)
+        if s.fusion == "rrf":
+            fused = reciprocal_rank_fusion({name: [cid for cid, _ in found] for name, found in hits.items()}, weights, s.rrf_k)
+        else:
+            fused = score_blend(hits, weights)
+        if s.neighbour_weight > 0 and len(fused) > 1:
+            fused = add_neighbour_context(fused, self.keywords.positions([cid for cid, _, _ in fused]), s.neighbour_weight)
+        return fused
 
     def retrieve(self, question: str, k: int | None = None, where: Where | None = None, mode: str | None = None) -> list[Passage]:
         """The passages for the prompt: fused, capped per file, neighbours merged, best first."""
@@ -133,6 +189,7 @@ class Retriever:
         ranked = self.rank(question, mode=mode, where=where)
         chunks = self.keywords.get_chunks([cid for cid, _, _ in ranked[: max(k * 4, 20)]])
         candidates = [Passage([chunks[cid]], score, found) for cid, score, found in ranked if cid in chunks]
+        candidates = definitions_first(question, candidates)  # a question naming a function gets its definition first
         chosen = cap_per_file(candidates, k, self.settings.max_chunks_per_file)
         passages = merge_neighbours(chosen)
         log.debug("Retrieved %d passages in %.0f ms", len(passages), (time.perf_counter() - started) * 1000)
@@ -174,7 +231,7 @@ def merge_neighbours(passages: list[Passage]) -> list[Passage]:
                     other.found_by[name] = min(rank, other.found_by.get(name, rank))
                 break
         else:
-            fresh = Passage(list(p.chunks), p.score, dict(p.found_by))
+            fresh = Passage(list(p.chunks), p.score, dict(p.found_by), p.best or p.first)
             group.append(fresh)
             merged.append(fresh)
     return merged

@@ -190,10 +190,12 @@ def chunk_metadata(chunk: Chunk) -> dict[str, Any]:
         "chunk_index": chunk.chunk_index,
         "heading": " > ".join(chunk.heading_path),
     }
-    for key in ("page", "start_line", "end_line"):
+    for key in ("page", "start_line", "end_line", "slide", "sheet", "symbol"):
         value = getattr(chunk, key)
         if value is not None:
             meta[key] = value
+    if chunk.rows:
+        meta["first_row"], meta["last_row"] = chunk.rows[0], chunk.rows[-1]
     return meta
 
 

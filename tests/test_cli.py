@@ -207,7 +207,7 @@ def test_config_precedence_is_user_file_then_project_file_then_environment_then_
     assert rows["CHUNK_SIZE"] == ("800", str(project_file))
     assert rows["TOP_K"] == ("6", "environment")
     assert rows["DOCS_DIR"] == ("/from/flag", "command line")
-    assert rows["CANDIDATE_K"] == ("50", "default")
+    assert rows["CANDIDATE_K"] == ("100", "default")
 
 
 @pytest.mark.parametrize("command", [["config"], ["ask", "anything?"], ["index"]])

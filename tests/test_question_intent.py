@@ -1,0 +1,55 @@
+"""What a question asks for: the document list, a whole-file summary, or parts to search apart."""
+
+from __future__ import annotations
+
+from question_intent import asks_for_document_list, split_question, summary_target
+from text_splitter import Chunk
+from whole_document import part_text, split_parts
+
+SOURCES = ["thinkpython2.pdf", "notes/meeting-2024.md", "Report Q3.docx"]
+
+
+def test_questions_about_the_collection_ask_for_the_document_list() -> None:
+    for question in ["What documents do you have?", "which files are indexed?", "List all the documents", "How many files are there?"]:
+        assert asks_for_document_list(question), question
+    for question in ["What is a document?", "Which file mode opens a file for appending?", "What does the file say about tuples?"]:
+        assert not asks_for_document_list(question), question
+
+
+def test_summary_requests_name_a_file_by_its_name_or_title() -> None:
+    assert summary_target("Summarize thinkpython2.pdf", SOURCES).source == "thinkpython2.pdf"
+    assert summary_target("Give me a summary of the report q3", SOURCES).source == "Report Q3.docx"
+    assert summary_target("summarise meeting 2024", SOURCES).source == "notes/meeting-2024.md"
+    assert summary_target("Summarize Think Python", SOURCES, {"thinkpython2.pdf": "Think Python"}).source == "thinkpython2.pdf"
+    assert summary_target("Summarize the book", ["thinkpython2.pdf"]).source == "thinkpython2.pdf", "the only document"
+    assert summary_target("Summarize the book", SOURCES) is None, "which one is ambiguous: search instead"
+    assert summary_target("Summarize how tuples work", SOURCES) is None, "a topic, not a file"
+    assert summary_target("What is a tuple?", SOURCES) is None
+
+
+def test_multi_part_questions_are_split_and_later_parts_keep_the_topic() -> None:
+    assert split_question("Who created the Python language, and in what year was it first released?", 60) == [
+        "Who created the Python language?",
+        "in what year was it first released (created Python language)?",
+    ]
+    assert split_question("What is a tuple? How do I sort a list?", 30) == ["What is a tuple?", "How do I sort a list?"]
+
+
+def test_one_part_and_short_questions_are_searched_as_asked() -> None:
+    assert split_question("If I create a Card object without passing any arguments, which card do I get?", 60) == []
+    assert split_question("What is a tuple, and what is a list?", 70) == [], "short: below MULTIPART_MIN_CHARS"
+    assert split_question("Who created the Python language, and in what year was it first released?", 0) == [], "0 turns it off"
+
+
+def test_a_long_part_is_read_as_outline_and_sampled_chunk_starts() -> None:
+    chunks = [
+        Chunk(id=str(i), text=f"Chunk {i} begins here. " + "filler " * 150, source="a.md", title="", chunk_index=i, heading_path=[f"Chapter {i // 10}"])
+        for i in range(60)
+    ]
+    parts = split_parts(chunks, 4)
+    assert [len(p) for p in parts] == [15, 15, 15, 15] and [c for p in parts for c in p] == chunks
+
+    text = part_text(parts[0], 3000)
+    assert len(text) <= 3100
+    assert text.startswith("Sections: Chapter 0; Chapter 1")
+    assert "Chunk 0 begins here." in text and "Chunk 14 begins here." in text, "first and last chunks are sampled"
