@@ -238,7 +238,8 @@ def merge_neighbours(passages: list[Passage]) -> list[Passage]:
 
 
 def _same_place(a: Passage, b: Passage) -> bool:
-    """Chunks on pages far apart are not neighbours even if their indexes are."""
+    """Neighbouring chunks merge only within one page, so every citation names its exact page."""
     if a.pages and b.pages:
-        return abs(a.pages[0] - b.pages[0]) <= 1 or abs(a.pages[-1] - b.pages[-1]) <= 1
+        # Only chunks of the same page merge, so a passage cites exactly one page.
+        return set(b.pages) <= set(a.pages)
     return True

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import re
 import os
 import socket
 import subprocess
@@ -87,12 +88,16 @@ def one_session(url: str, animal: str) -> dict:
     try:
         client = Client(url, verbose=False)
         result = client.predict(f"What does the {animal} eat?", [], api_name="/ask")
-        copied = next((r for r in result if isinstance(r, str) and "[1]" in r), "")
-        cited = [ln.split("] ", 1)[1].split(",")[0] for ln in copied.splitlines() if ln.startswith("[") and "] " in ln]
+        # The sources panel and the copy text both list "[n] file ..." in rank order.
+        text = "\n".join(r for r in result if isinstance(r, str))
+        cited = []
+        for match in re.finditer(r"\[(\d+)\]\s*([\w.-]+\.md)", text):
+            if match.group(2) not in cited:
+                cited.append(match.group(2))
         own = f"{animal}.md"
         return {
             "animal": animal, "ok": bool(cited) and cited[0] == own,
-            "foreign": [c for c in cited if c.endswith(".md") and c != own and c.split(".")[0] in ANIMALS and c != own][:3],
+            "foreign": [c for c in cited if c != own][:3],
             "cited": cited[:3], "seconds": time.perf_counter() - started, "error": None if cited else f"no sources in {result!r}"[:300],
         }
     except Exception as exc:

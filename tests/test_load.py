@@ -38,5 +38,5 @@ def test_rate_limit_answers_with_a_clear_message(tmp_path):
         assert one_session(url, "zorbat")["ok"]
         assert one_session(url, "quillfin")["ok"]
         result = Client(url, verbose=False).predict("What does the zorbat eat?", [], api_name="/ask")
-    chat = result[0]
-    assert "Too many questions" in chat[-1]["content"] and "RATE_LIMIT_PER_MINUTE" in chat[-1]["content"]
+    last = str(result[0][-1]["content"])  # a string, or Gradio's list of text parts
+    assert "Too many questions" in last and "RATE_LIMIT_PER_MINUTE" in last
