@@ -146,7 +146,7 @@ class Settings:
     )
     # Relevance and grounding (calibrated on ../shared/eval/thinkpython/dev.jsonl, see docs/answer-results.md)
     relevance_min_similarity: float = _setting(
-        0.52,
+        0.535,
         "Answer only when some passage sentence has at least this cosine similarity to the question "
         "(all-MiniLM-L6-v2); otherwise say the documents do not cover it and list the closest passages. "
         "Retrieval scores are rank fusion scores and cannot tell relevant from merely best.",

@@ -238,8 +238,7 @@ def merge_neighbours(passages: list[Passage]) -> list[Passage]:
 
 
 def _same_place(a: Passage, b: Passage) -> bool:
-    """Neighbouring chunks merge only within one page, so every citation names its exact page."""
+    """Chunks on pages far apart are not neighbours even if their indexes are."""
     if a.pages and b.pages:
-        # Only chunks of the same page merge, so a passage cites exactly one page.
-        return set(b.pages) <= set(a.pages)
+        return abs(a.pages[0] - b.pages[0]) <= 1 or abs(a.pages[-1] - b.pages[-1]) <= 1
     return True
