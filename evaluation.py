@@ -349,7 +349,7 @@ def run_eval_command(settings: Settings, args: argparse.Namespace) -> int:
     if args.beir:
         result = evaluate_beir(settings, Path(args.beir), args.split, args.mode, args.limit)
     else:
-        if not args.docs:
+        if not getattr(args, "docs", None):
             raise ConfigError("eval --qa FILE needs --docs DIR: the folder holding the documents the questions are about")
         result = evaluate_qa(settings, Path(args.qa), Path(args.docs), args.k, args.answers, args.mode, args.limit)
     if args.json:

@@ -21,9 +21,10 @@ log = logging.getLogger("docqa")
 
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--docs", metavar="DIR", help="documents folder (DOCS_DIR)")
-    common.add_argument("--db", metavar="DIR", help="data folder for the index (DB_DIR)")
-    common.add_argument("--log-level", metavar="LEVEL", help="DEBUG, INFO, WARNING or ERROR (LOG_LEVEL)")
+    # SUPPRESS: a flag given before the subcommand is not reset by the subcommand's default.
+    common.add_argument("--docs", metavar="DIR", default=argparse.SUPPRESS, help="documents folder (DOCS_DIR)")
+    common.add_argument("--db", metavar="DIR", default=argparse.SUPPRESS, help="data folder for the index (DB_DIR)")
+    common.add_argument("--log-level", metavar="LEVEL", default=argparse.SUPPRESS, help="DEBUG, INFO, WARNING or ERROR (LOG_LEVEL)")
 
     parser = argparse.ArgumentParser(
         prog="python main.py",
@@ -92,9 +93,9 @@ def parse_where(items: list[str] | None) -> dict[str, Any] | None:
 
 def settings_from_args(args: argparse.Namespace) -> Any:
     overrides = {
-        "docs_dir": args.docs,
-        "db_dir": args.db,
-        "log_level": args.log_level,
+        "docs_dir": getattr(args, "docs", None),
+        "db_dir": getattr(args, "db", None),
+        "log_level": getattr(args, "log_level", None),
         "gradio_server_name": getattr(args, "host", None),
         "gradio_server_port": getattr(args, "port", None),
         "retrieval_mode": getattr(args, "mode", None) if args.command == "ask" else None,
