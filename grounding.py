@@ -191,7 +191,7 @@ def check_grounding(
     marked: dict[int, set[int]] = {}
     if claims and count:
         vectors = np.asarray(embedder.embed_documents([_strip_markup(c) for c in claims]), dtype=np.float32)
-        for claim, vector in zip(claims, vectors):
+        for claim, vector in zip(claims, vectors, strict=True):
             cited = sorted({int(n) for n in CITATION.findall(claim) if 1 <= int(n) <= count})
             against = cited or list(range(1, count + 1))
             similarity, n, i = sentences.best_match(vector, against)

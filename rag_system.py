@@ -334,10 +334,10 @@ class RAGSystem:
     def ask(
         self, question: str, k: int | None = None, where: Where | None = None, history: list[dict[str, str]] | None = None
     ) -> Answer:
-        final = Answer(question=question)
-        for final in self.stream_answer(question, k=k, where=where, history=history):
-            pass
-        return final
+        answer = Answer(question=question)
+        for update in self.stream_answer(question, k=k, where=where, history=history):
+            answer = update
+        return answer
 
     def _finish(self, answer: Answer, started: float) -> Answer:
         answer.timings["total_s"] = time.perf_counter() - started
