@@ -56,6 +56,25 @@ def embedder():
     return Embedder()
 
 
+@pytest.fixture
+def open_rag(make_settings, embedder, monkeypatch):
+    """RAGSystems on temp folders, sharing the session's real embedder instead of loading one each."""
+    import vector_store
+    from rag_system import RAGSystem
+
+    monkeypatch.setattr(vector_store, "Embedder", lambda *args, **kwargs: embedder)
+    opened = []
+
+    def build(**overrides):
+        rag = RAGSystem(make_settings(**overrides))
+        opened.append(rag)
+        return rag
+
+    yield build
+    for rag in opened:
+        rag.close()
+
+
 def require(path: Path) -> Path:
     if not path.exists():
         pytest.fail(f"{path} is missing: the evaluation data must sit at ../shared/eval beside the checkout")

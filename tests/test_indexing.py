@@ -22,22 +22,6 @@ FILES = {
 }
 
 
-@pytest.fixture
-def open_rag(make_settings, embedder, monkeypatch):
-    """RAGSystems on temp folders, sharing the session's real embedder instead of loading one each."""
-    import vector_store
-
-    monkeypatch.setattr(vector_store, "Embedder", lambda *args, **kwargs: embedder)
-    opened: list[RAGSystem] = []
-
-    def build(**overrides) -> RAGSystem:
-        rag = RAGSystem(make_settings(**overrides))
-        opened.append(rag)
-        return rag
-
-    yield build
-    for rag in opened:
-        rag.close()
 
 
 @pytest.fixture

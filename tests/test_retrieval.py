@@ -133,21 +133,6 @@ def test_far_apart_chunks_of_a_file_stay_separate():
 # ------------------------------------------------------------------ the real stores
 
 
-@pytest.fixture
-def open_rag(make_settings, embedder, monkeypatch):
-    import vector_store
-
-    monkeypatch.setattr(vector_store, "Embedder", lambda *args, **kwargs: embedder)
-    opened: list[RAGSystem] = []
-
-    def build(**overrides) -> RAGSystem:
-        rag = RAGSystem(make_settings(**overrides))
-        opened.append(rag)
-        return rag
-
-    yield build
-    for rag in opened:
-        rag.close()
 
 
 @pytest.fixture(scope="module")
