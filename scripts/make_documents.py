@@ -173,7 +173,7 @@ GUIDE_PAGES: list[list[tuple[str, str]]] = [
         ("bullet", "Plain text (.txt) and other text formats such as .csv, .json, .html and source code"),
         (
             "p",
-            "Files of other types are skipped. A file larger than 50 MB (the MAX_FILE_MB "
+            "Files of other types are skipped. A file larger than 10 MB (the MAX_FILE_MB "
             "setting) is skipped too, and so is a file that cannot be converted to text, such "
             "as a scanned PDF without a text layer (it needs OCR first). The other documents "
             "are still indexed.",

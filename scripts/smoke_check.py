@@ -21,7 +21,7 @@ from llm_handler import LlamaCppBackend
 backend = LlamaCppBackend(load_settings(environ={}))
 text = backend.complete([{"role": "user", "content": "Say hi."}], max_tokens=1)
 print("llama.cpp ok:", backend.name, repr(text))
-from vector_store import Embedder
+from embeddings import SentenceTransformerEmbedder as Embedder
 print("embeddings ok:", Embedder().dimension, "dimensions")
 """ % str(ROOT)
 

@@ -30,7 +30,7 @@ def isolated_env(tmp_path_factory, monkeypatch):
     else:
         monkeypatch.setenv("CHROMA_HOST", os.environ["DOCQA_TEST_CHROMA_HOST"])
         monkeypatch.setenv("CHROMA_PORT", os.environ.get("DOCQA_TEST_CHROMA_PORT", "8000"))
-    for name in ("DOCS_DIR", "DB_DIR", "RETRIEVAL_MODE", "TOP_K", "EMBEDDING_MODEL", "LLAMACPP_MODEL_PATH"):
+    for name in ("DOCS_DIR", "DB_DIR", "RETRIEVAL_MODE", "TOP_K", "EMBEDDING_MODEL", "EMBEDDING_BACKEND", "EMBEDDING_QUANTIZE", "LLAMACPP_MODEL_PATH"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -51,7 +51,7 @@ def make_settings(tmp_path):
 @pytest.fixture(scope="session")
 def embedder():
     """The real packaged all-MiniLM-L6-v2, loaded once for the whole run."""
-    from vector_store import Embedder
+    from embeddings import SentenceTransformerEmbedder as Embedder
 
     return Embedder()
 
@@ -59,10 +59,10 @@ def embedder():
 @pytest.fixture
 def open_rag(make_settings, embedder, monkeypatch):
     """RAGSystems on temp folders, sharing the session's real embedder instead of loading one each."""
-    import vector_store
+    import embeddings
     from rag_system import RAGSystem
 
-    monkeypatch.setattr(vector_store, "Embedder", lambda *args, **kwargs: embedder)
+    monkeypatch.setattr(embeddings, "make_embedder", lambda *args, **kwargs: embedder)
     opened = []
 
     def build(**overrides):

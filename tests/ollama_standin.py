@@ -1,7 +1,8 @@
 """A real HTTP server speaking the slice of Ollama's API docqa uses, for offline tests.
 
-It answers `GET /api/tags` and streaming `POST /api/chat` the way Ollama does (chunked
-newline-delimited JSON, a final `"done": true` message, 404 for an unknown model), records
+It answers `GET /api/tags`, streaming `POST /api/chat` and `POST /api/embed` the way Ollama
+does (chunked newline-delimited JSON, a final `"done": true` message, 404 for an unknown
+model; embeddings are hashed bags of words, so similar texts get similar vectors), records
 every request body so tests can assert what the client sent, and can drop the connection
 mid-answer to play an Ollama that dies.
 
@@ -11,7 +12,9 @@ mid-answer to play an Ollama that dies.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import socket
 import threading
 from datetime import datetime, timezone
@@ -54,8 +57,10 @@ class OllamaStandin:
         models: list[str] | None = None,
         pieces: list[str] | None = None,
         drop_after: int | None = None,
+        dimension: int = 768,
     ) -> None:
-        self.models = ["llama3.2:latest"] if models is None else list(models)
+        self.models = ["llama3.2:latest", "nomic-embed-text:latest"] if models is None else list(models)
+        self.dimension = dimension
         self.pieces = ["Paris", " is the capital", " of France [1]."] if pieces is None else list(pieces)
         self.drop_after = drop_after
         self.requests: list[dict[str, Any]] = []
@@ -72,6 +77,19 @@ class OllamaStandin:
     def url(self) -> str:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
+
+    @property
+    def embed_requests(self) -> list[dict[str, Any]]:
+        """Bodies of the /api/embed requests received, oldest first."""
+        return [r["body"] for r in self.requests if r["path"] == "/api/embed"]
+
+    def embed(self, text: str) -> list[float]:
+        """A hashed bag of words: texts sharing words get close vectors (deterministic, unnormalised)."""
+        vector = [0.0] * self.dimension
+        for word in re.findall(r"\w+", text.lower()):
+            vector[int(hashlib.sha256(word.encode()).hexdigest(), 16) % self.dimension] += 1.0
+        vector[0] += 0.01  # never all zeros
+        return vector
 
     @property
     def chat_requests(self) -> list[dict[str, Any]]:
@@ -109,10 +127,20 @@ def _handler_for(standin: OllamaStandin) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
             standin.requests.append({"method": "POST", "path": self.path, "body": body})
-            if self.path != "/api/chat":
+            if self.path not in ("/api/chat", "/api/embed"):
                 self._send_json(404, {"error": "not found"})
             elif not standin.serves(body.get("model", "")):
                 self._send_json(404, {"error": f"model \"{body.get('model')}\" not found, try pulling it first"})
+            elif self.path == "/api/embed":
+                texts = body.get("input", "")
+                texts = [texts] if isinstance(texts, str) else list(texts)
+                self._send_json(200, {
+                    "model": body["model"],
+                    "embeddings": [standin.embed(t) for t in texts],
+                    "total_duration": 14_143_917,
+                    "load_duration": 1_019_500,
+                    "prompt_eval_count": sum(len(t.split()) for t in texts),
+                })
             elif body.get("stream", True):
                 self._stream_chat(body["model"])
             else:

@@ -122,9 +122,9 @@ def test_ask_json_answers_with_the_embedded_model_and_cites_sources(shipped):
 def ask_json(shipped, embedder, monkeypatch, capsys):
     """`python main.py ask QUESTION --json`, run in this process with a local Ollama stand-in."""
     import main
-    import vector_store
+    import embeddings
 
-    monkeypatch.setattr(vector_store, "Embedder", lambda *args, **kwargs: embedder)  # loaded once per session
+    monkeypatch.setattr(embeddings, "make_embedder", lambda *args, **kwargs: embedder)  # loaded once per session
     with OllamaStandin(pieces=["From the documents", " [1]."]) as ollama:
         for name, value in cli_env(shipped["home"], LLM_BACKEND="ollama", OLLAMA_HOST=ollama.url).items():
             monkeypatch.setenv(name, value)
@@ -237,7 +237,7 @@ THINKPYTHON_QUESTIONS = ["dev-02", "dev-04", "dev-14", "dev-24", "dev-26"]
 @pytest.fixture(scope="module")
 def thinkpython_rag(tmp_path_factory, embedder):
     """Think Python indexed once for the module (about 650 chunks: the slow part)."""
-    import vector_store
+    import embeddings
     from config import load_settings
     from rag_system import RAGSystem
 
@@ -248,7 +248,7 @@ def thinkpython_rag(tmp_path_factory, embedder):
     environ = {"XDG_CONFIG_HOME": str(home / "xdg"), "DOCQA_ENV_FILE": str(home / "none.env")}
     settings = load_settings(overrides={"docs_dir": docs, "db_dir": home / "data"}, environ=environ)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(vector_store, "Embedder", lambda *args, **kwargs: embedder)  # the session's model
+        patch.setattr(embeddings, "make_embedder", lambda *args, **kwargs: embedder)  # the session's model
         rag = RAGSystem(settings)
     report = rag.index()
     assert report.added == ["thinkpython2.pdf"] and not report.failed

@@ -334,7 +334,7 @@ JAVA_STORE = """class SettingsStore {
 
 @pytest.fixture(scope="module")
 def code_rag(tmp_path_factory, embedder):
-    import vector_store
+    import embeddings
     from config import load_settings
     from rag_system import RAGSystem
 
@@ -345,7 +345,7 @@ def code_rag(tmp_path_factory, embedder):
         (docs / name).write_text(text, encoding="utf-8")
     (docs / "notes.md").write_text("# Notes\n\nThe settings are parsed at start and on reload.\n", encoding="utf-8")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(vector_store, "Embedder", lambda *args, **kwargs: embedder)
+        mp.setattr(embeddings, "make_embedder", lambda *args, **kwargs: embedder)
         settings = load_settings(
             overrides={"docs_dir": docs, "db_dir": home / "data", "convert_workers": 1},
             environ={"XDG_CONFIG_HOME": str(home), "DOCQA_ENV_FILE": str(home / "none.env")},

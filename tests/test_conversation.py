@@ -91,11 +91,11 @@ def docs_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def open_rag(settings: Settings, embedder: Any) -> Any:
-    import vector_store
+    import embeddings
     from rag_system import RAGSystem
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(vector_store, "Embedder", lambda *args, **kwargs: embedder)  # the session's model
+        patch.setattr(embeddings, "make_embedder", lambda *args, **kwargs: embedder)  # the session's model
         rag = RAGSystem(settings)
     report = rag.index()
     assert not report.failed

@@ -30,9 +30,9 @@ def test_slice_keeps_the_judged_documents_and_fills_to_ten_per_query():
 
 @pytest.mark.slow
 def test_scifact_slice_scores_sanely_in_every_mode(make_settings, embedder, monkeypatch):
-    import vector_store
+    import embeddings
 
-    monkeypatch.setattr(vector_store, "Embedder", lambda *args, **kwargs: embedder)
+    monkeypatch.setattr(embeddings, "make_embedder", lambda *args, **kwargs: embedder)
     settings = make_settings(chunk_size=2000, chunk_overlap=200)  # about half the chunks to embed: a faster test
     results = {r["mode"]: r for r in evaluate_beir_modes(settings, require(SCIFACT), ["hybrid", "vector", "bm25"], limit=30)}
     for result in results.values():
@@ -43,9 +43,9 @@ def test_scifact_slice_scores_sanely_in_every_mode(make_settings, embedder, monk
 
 
 def test_eval_json_has_the_documented_keys(make_settings, embedder, monkeypatch, capsys):
-    import vector_store
+    import embeddings
 
-    monkeypatch.setattr(vector_store, "Embedder", lambda *args, **kwargs: embedder)
+    monkeypatch.setattr(embeddings, "make_embedder", lambda *args, **kwargs: embedder)
     args = argparse.Namespace(beir=str(require(SCIFACT)), qa=None, docs=None, split="train", mode="bm25", limit=3, k=5, answers=False, json=True)
     assert run_eval_command(make_settings(), args) == 0
     result = json.loads(capsys.readouterr().out)

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from rag_system import RAGSystem
-from vector_store import packaged_model_path
+from embeddings import packaged_model_path
 
 
 @pytest.fixture

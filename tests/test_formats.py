@@ -241,12 +241,12 @@ def convert(folder: Path, name: str) -> ConvertedDocument:
 @pytest.fixture(scope="module")
 def rag(folder, tmp_path_factory, embedder):
     """One index over every file, answered by a local Ollama stand-in."""
-    import vector_store
+    import embeddings
     from rag_system import RAGSystem
 
     home = tmp_path_factory.mktemp("home")
     with pytest.MonkeyPatch.context() as mp, OllamaStandin(pieces=["From the documents", " [1]."]) as ollama:
-        mp.setattr(vector_store, "Embedder", lambda *args, **kwargs: embedder)
+        mp.setattr(embeddings, "make_embedder", lambda *args, **kwargs: embedder)
         for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
             mp.delenv(name, raising=False)
         settings = load_settings(

