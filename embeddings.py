@@ -18,6 +18,7 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import threading
 import time
 from functools import lru_cache
@@ -253,8 +254,11 @@ class OnnxEmbedder(EmbeddingBackend):
             self._pooling()
 
     def _pooling(self) -> str:
-        pooling_dirs = [m.get("path", "") for m in json.loads((self.folder.path / "modules.json").read_text())
-                        if str(m.get("type", "")).endswith("Pooling")] if (self.folder.path / "modules.json").is_file() else []
+        try:
+            modules = json.loads((self.folder.path / "modules.json").read_text())
+        except (OSError, ValueError):
+            modules = []
+        pooling_dirs = [m.get("path", "") for m in modules if isinstance(m, dict) and str(m.get("type", "")).endswith("Pooling")]
         config = self.folder.json(f"{pooling_dirs[0]}/config.json") if pooling_dirs else {}
         if config.get("pooling_mode_mean_tokens", True) and not config.get("pooling_mode_cls_token"):
             return "mean"
@@ -279,23 +283,28 @@ class OnnxEmbedder(EmbeddingBackend):
             started = time.perf_counter()
             path = self.onnx_path
             if not path.is_file():
-                export_onnx(self.folder.path, path.parent, self._max_length(), self.folder.name)
+                self._export()
             try:
-                import onnxruntime as ort
-                from tokenizers import Tokenizer
+                self._session = self._open_session(path)
+            except EmbeddingError:
+                raise
+            except Exception as exc:  # a truncated or corrupt cached file: make it again, once
+                log.warning("The cached ONNX model %s is unreadable (%s); exporting it again", path, exc)
+                shutil.rmtree(path.parent, ignore_errors=True)
+                self._export()
+                try:
+                    self._session = self._open_session(path)
+                except Exception as again:
+                    raise EmbeddingError(
+                        f"Could not load the ONNX model {path}: {again} — set EMBEDDING_BACKEND=sentence-transformers."
+                    ) from again
+            from tokenizers import Tokenizer
 
-                options = ort.SessionOptions()
-                options.intra_op_num_threads = self.threads or os.cpu_count() or 1
-                options.inter_op_num_threads = 1
-                options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-                options.log_severity_level = 3
-                self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+            try:
                 tokenizer = Tokenizer.from_file(str(self.folder.path / "tokenizer.json"))
-            except ImportError as exc:
-                raise EmbeddingError("onnxruntime is not installed — run `make setup`.") from exc
             except Exception as exc:
                 raise EmbeddingError(
-                    f"Could not load the ONNX model {path}: {exc} — delete that folder and it is exported anew."
+                    f"{self.folder.path / 'tokenizer.json'} is unreadable ({exc}) — reinstall the model (`make setup`)."
                 ) from exc
             pad = self.folder.json("tokenizer_config.json").get("pad_token", "[PAD]")
             pad = pad.get("content", "[PAD]") if isinstance(pad, dict) else pad
@@ -305,6 +314,23 @@ class OnnxEmbedder(EmbeddingBackend):
             self._inputs = {i.name for i in self._session.get_inputs()}
             self._pool = self._pooling()
             log.info("Loaded ONNX embedding model %s in %.1fs", self.name, time.perf_counter() - started)
+
+    def _export(self) -> None:
+        from onnx_export import export_onnx
+
+        export_onnx(self.folder.path, self.onnx_path.parent, self._max_length(), self.folder.name)
+
+    def _open_session(self, path: Path) -> Any:
+        try:
+            import onnxruntime as ort
+        except ImportError as exc:
+            raise EmbeddingError("onnxruntime is not installed — run `make setup`.") from exc
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = self.threads or os.cpu_count() or 1
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3
+        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
     def _embed(self, texts: list[str]) -> list[list[float]]:
         import numpy as np
@@ -336,107 +362,6 @@ def pool_and_normalize(hidden: Any, mask: Any, mode: str = "mean") -> Any:
         weights = mask[..., None].astype(hidden.dtype)
         vectors = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
     return vectors / np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)
-
-
-def export_onnx(model_folder: Path, target: Path, max_length: int, label: str = "") -> None:
-    """Export the transformer to ONNX (fp32 and per-channel int8) once, checked against torch.
-
-    Written to a temporary folder and renamed, so an interrupted export leaves nothing half-made;
-    a lock keeps two processes from exporting at once.
-    """
-    import fcntl
-    import shutil
-    import tempfile
-    import warnings
-
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.parent / f".{target.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (target / "model.onnx").is_file() and (target / "model-int8.onnx").is_file():
-            return
-        log.info("Exporting %s to ONNX (once; cached in %s)", label or model_folder.name, target)
-        started = time.perf_counter()
-        work = Path(tempfile.mkdtemp(prefix=".export-", dir=target.parent))
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                reference = _torch_export(model_folder, work / "model.onnx", max_length)
-                _quantize(work / "model.onnx", work / "model-int8.onnx")
-            _check_export(work / "model.onnx", reference)
-            if target.exists():
-                shutil.rmtree(target)
-            os.replace(work, target)
-        except EmbeddingError:
-            raise
-        except Exception as exc:
-            raise EmbeddingError(
-                f"Could not export {model_folder} to ONNX: {exc} — set EMBEDDING_BACKEND=sentence-transformers."
-            ) from exc
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-        log.info("Exported the ONNX model in %.1fs", time.perf_counter() - started)
-
-
-_CHECK_TEXTS = ["How do I open a file?", "A much longer sentence, so that the batch needs padding to line up."]
-
-
-def _torch_export(model_folder: Path, path: Path, max_length: int) -> tuple[Any, Any, Any]:
-    """torch.onnx.export of the bare transformer; returns a padded check batch and torch's output for it."""
-    import torch
-    from transformers import AutoModel, AutoTokenizer
-
-    model = AutoModel.from_pretrained(str(model_folder)).eval()
-    tokenizer = AutoTokenizer.from_pretrained(str(model_folder))
-    batch = tokenizer(_CHECK_TEXTS, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
-    names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in batch]
-
-    class Hidden(torch.nn.Module):  # keyword arguments: transformers 5 reordered forward()'s parameters
-        def __init__(self, inner: Any) -> None:
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, *args: Any) -> Any:
-            return self.inner(**dict(zip(names, args))).last_hidden_state
-
-    wrapped = Hidden(model)
-    args = tuple(batch[n] for n in names)
-    with torch.no_grad():
-        expected = wrapped(*args).numpy()
-        torch.onnx.export(
-            wrapped, args, str(path), input_names=names, output_names=["last_hidden_state"],
-            dynamic_axes={n: {0: "batch", 1: "sequence"} for n in [*names, "last_hidden_state"]},
-            opset_version=17, dynamo=False,
-        )
-    return {n: batch[n].numpy() for n in names}, batch["attention_mask"].numpy(), expected
-
-
-def _quantize(source: Path, path: Path) -> None:
-    """Per-channel dynamic int8 weights of the MatMuls: per-tensor int8 costs too much accuracy."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    root = logging.getLogger()
-    level = root.level
-    root.setLevel(logging.ERROR)  # quantize_dynamic warns about optional pre-processing on the root logger
-    try:
-        quantize_dynamic(str(source), str(path), weight_type=QuantType.QInt8, per_channel=True, op_types_to_quantize=["MatMul"])
-    finally:
-        root.setLevel(level)
-
-
-def _check_export(path: Path, reference: tuple[Any, Any, Any]) -> None:
-    import numpy as np
-    import onnxruntime as ort
-
-    feeds, mask, expected = reference
-    for name, floor in (("model.onnx", 0.9999), ("model-int8.onnx", 0.97)):
-        session = ort.InferenceSession(str(path.parent / name), providers=["CPUExecutionProvider"])
-        got = session.run(None, feeds)[0]
-        cosine = float(np.min((pool_and_normalize(got, mask) * pool_and_normalize(expected, mask)).sum(axis=1)))
-        if cosine < floor:
-            raise EmbeddingError(
-                f"The ONNX export {name} of this model does not match torch (cosine {cosine:.4f}) — "
-                "set EMBEDDING_BACKEND=sentence-transformers."
-            )
 
 
 class OllamaEmbedder(EmbeddingBackend):

@@ -89,7 +89,7 @@ t = time.perf_counter()
 proc = subprocess.run(sys.argv[1:], capture_output=True, text=True)
 wall = time.perf_counter() - t
 peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-print(json.dumps({"rc": proc.returncode, "wall_s": wall, "peak_mb": peak, "stdout": proc.stdout[-4000:], "stderr": proc.stderr[-4000:]}))
+print(json.dumps({"rc": proc.returncode, "wall_s": wall, "peak_mb": peak, "stdout": proc.stdout, "stderr": proc.stderr[-4000:]}))
 """
 
 

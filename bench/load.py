@@ -15,17 +15,17 @@ import contextlib
 import json
 import re
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+from serving import free_port, running  # noqa: E402  (the same start/wait/stop as the tests)
+
 ANIMALS = [
     "zorbat", "quillfin", "marrowhawk", "glimmerox", "tundrafly", "pebblemole", "ashwing", "brindlecat",
     "cobaltfrog", "duskhare", "emberlynx", "frostgnu", "gladeowl", "hollowbear", "inkmoth", "jadeviper",
@@ -43,41 +43,15 @@ def write_documents(folder: Path, sessions: int) -> None:
         )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
 def docqa_server(docs: Path, data: Path, env_extra: dict[str, str] | None = None, start_s: float = 300) -> Iterator[str]:
     """`python main.py serve` on a free loopback port; stopped on exit."""
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "DOCS_DIR": str(docs), "DB_DIR": str(data), "GRADIO_SERVER_PORT": str(port),
            "GRADIO_SERVER_NAME": "127.0.0.1", "PYTHONUNBUFFERED": "1", **(env_extra or {})}
-    log = data.parent / "load-server.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, str(ROOT / "main.py"), "serve"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
-    try:
-        deadline = time.monotonic() + start_s
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"server exited:\n{log.read_text(errors='replace')[-3000:]}")
-            try:
-                urllib.request.urlopen(url, timeout=5)
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"server did not start:\n{log.read_text(errors='replace')[-3000:]}") from None
-                time.sleep(0.5)
+    with running([sys.executable, str(ROOT / "main.py"), "serve"], url, data.parent / "load-server.log", env, ROOT, start_s):
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def one_session(url: str, animal: str) -> dict:

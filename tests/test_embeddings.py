@@ -49,10 +49,11 @@ def test_onnx_matches_torch_and_is_exported_once(embedder, onnx_cache, caplog):
 
     exported = onnx.onnx_path
     stamp = exported.stat().st_mtime_ns
-    with caplog.at_level("INFO", logger="embeddings"):
+    with caplog.at_level("INFO"):
         again = OnnxEmbedder(cache_dir=onnx_cache)
         assert np.allclose(again.embed_query(TEXTS[1]), got[1], atol=1e-5)
     assert exported.stat().st_mtime_ns == stamp
+    assert any("Loaded ONNX embedding model" in r.getMessage() for r in caplog.records)
     assert not any("Exporting" in r.getMessage() for r in caplog.records)
 
 
@@ -159,3 +160,20 @@ def test_ollama_embedding_errors_say_what_to_do(make_settings):
         assert rag.retrieve_context("volcano magma")[0].source == "volcano.txt"
     finally:
         rag.close()
+
+
+def test_a_corrupt_cached_onnx_model_is_exported_again(embedder, onnx_cache, tmp_path, caplog):
+    import shutil
+
+    from embeddings import OnnxEmbedder
+
+    OnnxEmbedder(cache_dir=onnx_cache).embed_query("warm")  # the session's export exists
+    cache = tmp_path / "cache"
+    shutil.copytree(onnx_cache, cache)
+    broken = OnnxEmbedder(cache_dir=cache, quantize="int8")
+    broken.onnx_path.write_bytes(broken.onnx_path.read_bytes()[:1000])  # a truncated file, as a full disk leaves
+    with caplog.at_level("WARNING"):
+        vector = np.array(broken.embed_query(TEXTS[1]))
+    assert any("exporting it again" in r.getMessage() for r in caplog.records)
+    assert broken.onnx_path.stat().st_size > 10_000_000
+    assert float(vector @ np.array(embedder.embed_query(TEXTS[1]))) > 0.97

@@ -7,37 +7,24 @@ on a free loopback port.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import threading
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from document_converter import ConvertedDocument, Section
+from serving import ServerDidNotStart, free_port, running, wait_for
 from text_splitter import split_document
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_for(url: str, proc: subprocess.Popen | None, seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            pytest.fail(f"chroma run exited with {proc.returncode}: {proc.stderr.read().decode()[-2000:]}")
-        try:
-            urllib.request.urlopen(url, timeout=1)
-            return
-        except OSError:
-            time.sleep(0.5)
-    pytest.fail(f"Chroma server at {url} did not answer within {seconds}s")
+def _wait_for(url: str, seconds: float = 60) -> None:
+    try:
+        wait_for(url, seconds)
+    except ServerDidNotStart as exc:
+        pytest.fail(f"Chroma server: {exc}")
 
 
 @pytest.fixture(scope="module")
@@ -45,28 +32,20 @@ def chroma_server(tmp_path_factory):
     host = os.environ.get("DOCQA_TEST_CHROMA_HOST")
     if host:
         port = int(os.environ.get("DOCQA_TEST_CHROMA_PORT", "8000"))
-        _wait_for(f"http://{host}:{port}/api/v2/heartbeat", None)
+        _wait_for(f"http://{host}:{port}/api/v2/heartbeat")
         yield host, port
         return
     chroma = Path(sys.executable).with_name("chroma")
     if not chroma.exists():
         pytest.fail("the `chroma` command is missing from the virtualenv: run `make setup`")
-    port = _free_port()
+    port = free_port()
     path = tmp_path_factory.mktemp("chroma-server")
-    proc = subprocess.Popen(
-        [str(chroma), "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    cmd = [str(chroma), "run", "--path", str(path / "db"), "--host", "127.0.0.1", "--port", str(port)]
     try:
-        _wait_for(f"http://127.0.0.1:{port}/api/v2/heartbeat", proc)
-        yield "127.0.0.1", port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        with running(cmd, f"http://127.0.0.1:{port}/api/v2/heartbeat", path / "chroma.log", start_s=60):
+            yield "127.0.0.1", port
+    except ServerDidNotStart as exc:
+        pytest.fail(f"Chroma server: {exc}")
 
 
 @pytest.fixture(params=["embedded", pytest.param("server", marks=pytest.mark.chroma_server)])
@@ -151,12 +130,15 @@ def test_rag_system_indexes_and_answers_retrieval_against_the_server(make_settin
 
 
 def _start_server(path: Path, port: int) -> subprocess.Popen:
+    """A server this test stops and restarts itself (so not `running`, which owns its process)."""
     chroma = Path(sys.executable).with_name("chroma")
-    proc = subprocess.Popen(
-        [str(chroma), "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )
-    _wait_for(f"http://127.0.0.1:{port}/api/v2/heartbeat", proc)
+    log = path.parent / f"chroma-{time.time_ns()}.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [str(chroma), "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
+            stdout=out, stderr=subprocess.STDOUT,
+        )
+    wait_for(f"http://127.0.0.1:{port}/api/v2/heartbeat", 60, proc, log)
     return proc
 
 
@@ -166,7 +148,7 @@ def test_server_restart_is_survived_and_a_dead_server_gives_a_clear_error(make_s
     from errors import StoreError
     from vector_store import VectorStore
 
-    port = _free_port()
+    port = free_port()
     proc = _start_server(tmp_path / "srv", port)
     try:
         store = VectorStore(make_settings(chroma_host="127.0.0.1", chroma_port=port), embedder)

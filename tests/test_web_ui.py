@@ -15,11 +15,7 @@ import json
 import os
 import re
 import shutil
-import socket
-import subprocess
 import sys
-import time
-import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +27,7 @@ import pytest
 import web_ui
 from config import SETTING_FIELDS, env_name
 from scripts.make_documents import EXAMPLE_QUESTIONS, EXPECTED_SOURCES
+from serving import ServerDidNotStart, free_port, running
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
@@ -179,12 +176,6 @@ def test_index_panel_escapes_file_names_and_reasons():
 # ---------------------------------------------------------------- the real app
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def server_env(tmp: Path, docs: Path, port: int) -> dict[str, str]:
     """The caller's environment minus any docqa setting, plus the ones this server needs."""
     env = {k: v for k, v in os.environ.items() if k not in {env_name(f.name) for f in SETTING_FIELDS}}
@@ -202,23 +193,6 @@ def server_env(tmp: Path, docs: Path, port: int) -> dict[str, str]:
     return env
 
 
-def log_tail(log: Path, chars: int = 4000) -> str:
-    return log.read_text(errors="replace")[-chars:] if log.exists() else "(no output)"
-
-
-def wait_until_serving(proc: subprocess.Popen, url: str, log: Path) -> None:
-    deadline = time.monotonic() + SERVER_START_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"`python main.py serve` exited with {proc.returncode}:\n{log_tail(log)}")
-        try:
-            with urllib.request.urlopen(url, timeout=5):
-                return
-        except (urllib.error.URLError, OSError):
-            time.sleep(0.5)
-    pytest.fail(f"`python main.py serve` did not answer at {url} within {SERVER_START_S}s:\n{log_tail(log)}")
-
-
 @pytest.fixture(scope="module")
 def docqa_server(tmp_path_factory) -> Iterator[SimpleNamespace]:
     """`python main.py serve` over the shipped documents plus the hostile one; killed at the end."""
@@ -228,25 +202,12 @@ def docqa_server(tmp_path_factory) -> Iterator[SimpleNamespace]:
     (docs / "lighthouse-notes.md").write_text(HOSTILE_DOCUMENT, encoding="utf-8")
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
-    log = tmp / "server.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "main.py", "serve"],
-            cwd=ROOT,
-            env=server_env(tmp, docs, port),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    cmd = [sys.executable, "main.py", "serve"]
     try:
-        wait_until_serving(proc, url, log)
-        yield SimpleNamespace(url=url, docs=docs)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
+        with running(cmd, url, tmp / "server.log", server_env(tmp, docs, port), ROOT, SERVER_START_S):
+            yield SimpleNamespace(url=url, docs=docs)
+    except ServerDidNotStart as exc:
+        pytest.fail(str(exc))
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,122 @@
+"""Exporting a sentence-transformers model to ONNX once, for the `onnx` embedding backend.
+
+sentence-transformers' own ONNX export needs `optimum`, which pins transformers below the
+version docqa uses, so the export here is torch's own: the bare transformer with dynamic
+batch and sequence axes, plus per-channel int8 weights, both checked against torch's
+output on a padded batch before they are kept. Pooling and normalisation stay in numpy
+(`embeddings.pool_and_normalize`), exactly as sentence-transformers does them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from embeddings import pool_and_normalize
+from errors import EmbeddingError
+
+log = logging.getLogger(__name__)
+
+
+def export_onnx(model_folder: Path, target: Path, max_length: int, label: str = "") -> None:
+    """Export the transformer to ONNX (fp32 and per-channel int8) once, checked against torch.
+
+    Written to a temporary folder and renamed, so an interrupted export leaves nothing half-made;
+    a lock keeps two processes from exporting at once.
+    """
+    import fcntl
+    import shutil
+    import tempfile
+    import warnings
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f".{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (target / "model.onnx").is_file() and (target / "model-int8.onnx").is_file():
+            return
+        log.info("Exporting %s to ONNX (once; cached in %s)", label or model_folder.name, target)
+        started = time.perf_counter()
+        work = Path(tempfile.mkdtemp(prefix=".export-", dir=target.parent))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                reference = _torch_export(model_folder, work / "model.onnx", max_length)
+                _quantize(work / "model.onnx", work / "model-int8.onnx")
+            _check_export(work / "model.onnx", reference)
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(work, target)
+        except EmbeddingError:
+            raise
+        except Exception as exc:
+            raise EmbeddingError(
+                f"Could not export {model_folder} to ONNX: {exc} — set EMBEDDING_BACKEND=sentence-transformers."
+            ) from exc
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        log.info("Exported the ONNX model in %.1fs", time.perf_counter() - started)
+
+
+_CHECK_TEXTS = ["How do I open a file?", "A much longer sentence, so that the batch needs padding to line up."]
+
+
+def _torch_export(model_folder: Path, path: Path, max_length: int) -> tuple[Any, Any, Any]:
+    """torch.onnx.export of the bare transformer; returns a padded check batch and torch's output for it."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    model = AutoModel.from_pretrained(str(model_folder)).eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(model_folder))
+    batch = tokenizer(_CHECK_TEXTS, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+    names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in batch]
+
+    class Hidden(torch.nn.Module):  # keyword arguments: transformers 5 reordered forward()'s parameters
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, *args: Any) -> Any:
+            return self.inner(**dict(zip(names, args))).last_hidden_state
+
+    wrapped = Hidden(model)
+    args = tuple(batch[n] for n in names)
+    with torch.no_grad():
+        expected = wrapped(*args).numpy()
+        torch.onnx.export(
+            wrapped, args, str(path), input_names=names, output_names=["last_hidden_state"],
+            dynamic_axes={n: {0: "batch", 1: "sequence"} for n in [*names, "last_hidden_state"]},
+            opset_version=17, dynamo=False,
+        )
+    return {n: batch[n].numpy() for n in names}, batch["attention_mask"].numpy(), expected
+
+
+def _quantize(source: Path, path: Path) -> None:
+    """Per-channel dynamic int8 weights of the MatMuls: per-tensor int8 costs too much accuracy."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)  # quantize_dynamic warns about optional pre-processing on the root logger
+    try:
+        quantize_dynamic(str(source), str(path), weight_type=QuantType.QInt8, per_channel=True, op_types_to_quantize=["MatMul"])
+    finally:
+        root.setLevel(level)
+
+
+def _check_export(path: Path, reference: tuple[Any, Any, Any]) -> None:
+    import numpy as np
+    import onnxruntime as ort
+
+    feeds, mask, expected = reference
+    for name, floor in (("model.onnx", 0.9999), ("model-int8.onnx", 0.97)):
+        session = ort.InferenceSession(str(path.parent / name), providers=["CPUExecutionProvider"])
+        got = session.run(None, feeds)[0]
+        cosine = float(np.min((pool_and_normalize(got, mask) * pool_and_normalize(expected, mask)).sum(axis=1)))
+        if cosine < floor:
+            raise EmbeddingError(
+                f"The ONNX export {name} of this model does not match torch (cosine {cosine:.4f}) — "
+                "set EMBEDDING_BACKEND=sentence-transformers."
+            )
