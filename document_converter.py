@@ -16,6 +16,7 @@ import codecs
 import hashlib
 import json
 import logging
+import os
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -127,11 +128,28 @@ def convert_document(path: Path, source: str, cache_dir: Path | None = None, sha
                 log.warning("Ignoring unreadable conversion cache %s", cache_file)
     doc = _convert_uncached(path, source)
     if cache_file is not None:
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        tmp = cache_file.with_suffix(".tmp")
-        tmp.write_text(doc.to_json(), encoding="utf-8")
-        tmp.replace(cache_file)
+        _write_cache(cache_file, doc.to_json())
     return doc
+
+
+def _write_cache(cache_file: Path, text: str) -> None:
+    """Atomically, under a name of this process's own: two workers converting files with the
+    same content write the same cache file at once. The cache is an optimisation, so a failed
+    write (a full disk) costs the next run a conversion, not this file its place in the index."""
+    import tempfile
+
+    try:
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{cache_file.name}.", suffix=".tmp", dir=cache_file.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            os.replace(tmp, cache_file)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        log.warning("Could not write the conversion cache %s: %s", cache_file, exc.strerror or exc)
 
 
 def _convert_uncached(path: Path, source: str) -> ConvertedDocument:

@@ -3,7 +3,7 @@
 - ``sentence-transformers`` (default): the packaged all-MiniLM-L6-v2 as published, in torch.
 - ``onnx``: the same model exported once to ONNX (cached under MODEL_CACHE_DIR) and run by
   ONNX Runtime; no torch import once exported. ``EMBEDDING_QUANTIZE=int8`` adds per-channel
-  dynamic int8 weights, about 1.7x faster on CPU (SciFact quality: docs/embedding-results.md).
+  dynamic int8 weights, about twice as fast on CPU (SciFact quality: docs/embedding-results.md).
 - ``ollama``: Ollama's /api/embed (e.g. nomic-embed-text), local or remote.
 
 Every backend is offline by construction and says what to do when it cannot run. Vectors

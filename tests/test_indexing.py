@@ -147,6 +147,47 @@ def test_bad_file_is_skipped_with_its_reason_and_the_rest_indexed(open_rag, docs
     assert rag.stats()["failed"] == {}
 
 
+def test_copies_of_one_file_are_all_indexed(open_rag, docs):
+    """Identical files are converted at once by different workers, which write one cache file."""
+    text = "# Copy\n\nEvery copy of this note must be indexed, however the workers race.\n" * 40
+    for n in range(16):
+        write(docs / f"copies/copy-{n:02d}.md", text)
+    rag = open_rag(chunk_size=300, chunk_overlap=50, convert_workers=2)
+    report = rag.index()
+    assert report.failed == {}
+    assert {f"copies/copy-{n:02d}.md" for n in range(16)} <= set(report.added)
+    assert_consistent(rag)
+    assert not list(rag.settings.cache_dir.glob("*.tmp"))  # no half-written cache files left
+
+
+def test_concurrent_writes_of_one_cache_file_all_succeed(tmp_path, caplog):
+    """What two workers converting identical files do: write the same cache file at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from document_converter import _write_cache
+
+    target = tmp_path / "cache" / "same.v3.json"
+    text = '{"ok": true}' * 20000
+    with caplog.at_level("WARNING"), ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda _: _write_cache(target, text), range(200)))
+    assert not caplog.records  # a failed write only logs a warning
+    assert target.read_text() == text
+    assert [p.name for p in target.parent.iterdir()] == ["same.v3.json"]
+
+
+def test_an_unwritable_conversion_cache_costs_no_file(tmp_path, caplog):
+    from document_converter import convert_document
+
+    cache = tmp_path / "cache"
+    cache.write_text("a file where the cache folder should be")
+    note = tmp_path / "note.md"
+    note.write_text("# Note\n\nStill converted.\n", encoding="utf-8")
+    with caplog.at_level("WARNING"):
+        doc = convert_document(note, "note.md", cache)
+    assert "Still converted." in doc.to_json()
+    assert any("conversion cache" in r.getMessage() for r in caplog.records)
+
+
 def test_progress_reaches_the_total_even_when_the_last_file_fails(open_rag, docs):
     (docs / "notes" / "zz-broken.pdf").write_bytes(b"not a pdf")
     calls = []
