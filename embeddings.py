@@ -21,7 +21,7 @@ import os
 import shutil
 import threading
 import time
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,6 @@ from errors import EmbeddingError
 # Offline by construction: never let a library reach for a model hub or phone home.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 log = logging.getLogger(__name__)
@@ -99,7 +98,9 @@ class _ModelFolder:
             return {}
         return data if isinstance(data, dict) else {}
 
+    @cached_property
     def declared_dimension(self) -> int:
+        """Read once: `dimension` is asked on every embedding call."""
         for name in ("1_Pooling/config.json", "config.json"):
             value = self.json(name).get("word_embedding_dimension") or self.json(name).get("hidden_size")
             if isinstance(value, int) and value > 0:
@@ -145,7 +146,6 @@ class SentenceTransformerEmbedder(EmbeddingBackend):
     def __init__(self, model_path: str = "", batch_size: int = 64, threads: int = 0) -> None:
         self.folder = _ModelFolder(model_path)
         self.model_path = str(self.folder.path)
-        self.packaged = self.folder.packaged
         self.name = self.folder.name
         self.batch_size = batch_size
         self.threads = threads
@@ -186,7 +186,7 @@ class SentenceTransformerEmbedder(EmbeddingBackend):
 
     @property
     def dimension(self) -> int:
-        declared = self.folder.declared_dimension()
+        declared = self.folder.declared_dimension
         if declared:
             return declared
         model = self.model
@@ -223,7 +223,6 @@ class OnnxEmbedder(EmbeddingBackend):
     def __init__(self, model_path: str = "", batch_size: int = 64, threads: int = 0,
                  quantize: str = "none", cache_dir: Path | None = None) -> None:
         self.folder = _ModelFolder(model_path)
-        self.model_path = str(self.folder.path)
         self.quantize = quantize
         self.name = self.folder.name + ("-int8" if quantize == "int8" else "")
         self.batch_size = batch_size
@@ -241,7 +240,7 @@ class OnnxEmbedder(EmbeddingBackend):
 
     @property
     def dimension(self) -> int:
-        return self.folder.declared_dimension() or len(self.embed_query("dimension"))
+        return self.folder.declared_dimension or len(self.embed_query("dimension"))
 
     def verify(self) -> None:
         if self._session is None:
@@ -337,7 +336,7 @@ class OnnxEmbedder(EmbeddingBackend):
 
         self._ensure_loaded()
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # similar lengths pad least
-        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        out: Any = None
         step = min(self.batch_size, self.MAX_BATCH)
         for start in range(0, len(order), step):
             idx = order[start : start + step]
@@ -347,8 +346,10 @@ class OnnxEmbedder(EmbeddingBackend):
             feeds = {"input_ids": ids, "attention_mask": mask}
             if "token_type_ids" in self._inputs:
                 feeds["token_type_ids"] = np.zeros_like(ids)
-            hidden = self._session.run(None, feeds)[0]
-            out[idx] = pool_and_normalize(hidden, mask, self._pool)
+            vectors = pool_and_normalize(self._session.run(None, feeds)[0], mask, self._pool)
+            if out is None:  # sized by the model's output: `dimension` may need an embedding to know it
+                out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
+            out[idx] = vectors
         return out.tolist()
 
 

@@ -28,7 +28,7 @@ from document_converter import (
     file_sha256,
 )
 from discovery import discover
-from errors import ConversionError, DocqaError, LockError, StoreError
+from errors import DocqaError, LockError, StoreError
 from keyword_index import KeywordIndex
 from text_splitter import Chunk, split_document
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -59,20 +60,37 @@ def embedder():
 @pytest.fixture
 def open_rag(make_settings, embedder, monkeypatch):
     """RAGSystems on temp folders, sharing the session's real embedder instead of loading one each."""
-    import embeddings
-    from rag_system import RAGSystem
-
-    monkeypatch.setattr(embeddings, "make_embedder", lambda *args, **kwargs: embedder)
     opened = []
 
     def build(**overrides):
-        rag = RAGSystem(make_settings(**overrides))
+        rag = rag_with(make_settings(**overrides), embedder)
         opened.append(rag)
         return rag
 
     yield build
     for rag in opened:
         rag.close()
+
+
+def module_settings(home: Path, env: dict[str, str] | None = None, **overrides: Any) -> Any:
+    """Settings for a module-scoped fixture, where the per-test isolation does not reach: only
+    `overrides` and `env`, no user or project .env; documents and data under `home` by default."""
+    from config import load_settings
+
+    overrides.setdefault("docs_dir", home / "documents")
+    overrides.setdefault("db_dir", home / "data")
+    environ = {"XDG_CONFIG_HOME": str(home / "xdg"), "DOCQA_ENV_FILE": str(home / "none.env"), **(env or {})}
+    return load_settings(overrides=overrides, environ=environ)
+
+
+def rag_with(settings: Any, embedder: Any) -> Any:
+    """A RAGSystem that uses the session's embedder instead of loading its own model."""
+    import embeddings
+    from rag_system import RAGSystem
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(embeddings, "make_embedder", lambda *args, **kwargs: embedder)
+        return RAGSystem(settings)
 
 
 def require(path: Path) -> Path:

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from config import SETTING_FIELDS, env_name
-from conftest import ROOT, THINKPYTHON_PDF, THINKPYTHON_QA, require
+from conftest import ROOT, THINKPYTHON_PDF, THINKPYTHON_QA, module_settings, rag_with, require
 from ollama_standin import OllamaStandin
 
 
@@ -237,19 +237,11 @@ THINKPYTHON_QUESTIONS = ["dev-02", "dev-04", "dev-14", "dev-24", "dev-26"]
 @pytest.fixture(scope="module")
 def thinkpython_rag(tmp_path_factory, embedder):
     """Think Python indexed once for the module (about 650 chunks: the slow part)."""
-    import embeddings
-    from config import load_settings
-    from rag_system import RAGSystem
-
     home = tmp_path_factory.mktemp("thinkpython")
     docs = home / "documents"
     docs.mkdir()
     shutil.copy(require(THINKPYTHON_PDF), docs / "thinkpython2.pdf")  # a link outside the folder would be skipped
-    environ = {"XDG_CONFIG_HOME": str(home / "xdg"), "DOCQA_ENV_FILE": str(home / "none.env")}
-    settings = load_settings(overrides={"docs_dir": docs, "db_dir": home / "data"}, environ=environ)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(embeddings, "make_embedder", lambda *args, **kwargs: embedder)  # the session's model
-        rag = RAGSystem(settings)
+    rag = rag_with(module_settings(home), embedder)
     report = rag.index()
     assert report.added == ["thinkpython2.pdf"] and not report.failed
     yield rag

@@ -13,7 +13,7 @@ import ast
 import pytest
 
 from code_chunker import language_of
-from conftest import ROOT
+from conftest import ROOT, module_settings, rag_with
 from document_converter import ConvertedDocument, Section, convert_document
 from retriever import Passage
 from text_splitter import Chunk, split_document
@@ -334,28 +334,18 @@ JAVA_STORE = """class SettingsStore {
 
 @pytest.fixture(scope="module")
 def code_rag(tmp_path_factory, embedder):
-    import embeddings
-    from config import load_settings
-    from rag_system import RAGSystem
-
     home = tmp_path_factory.mktemp("code")
     docs = home / "documents"
     docs.mkdir()
     for name, text in {"app.py": CALLERS, "settings_loader.py": DEFINITION, "App.java": JAVA_CALLERS, "SettingsStore.java": JAVA_STORE}.items():
         (docs / name).write_text(text, encoding="utf-8")
     (docs / "notes.md").write_text("# Notes\n\nThe settings are parsed at start and on reload.\n", encoding="utf-8")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(embeddings, "make_embedder", lambda *args, **kwargs: embedder)
-        settings = load_settings(
-            overrides={"docs_dir": docs, "db_dir": home / "data", "convert_workers": 1},
-            environ={"XDG_CONFIG_HOME": str(home), "DOCQA_ENV_FILE": str(home / "none.env")},
-        )
-        rag = RAGSystem(settings)
-        try:
-            rag.index()
-            yield rag
-        finally:
-            rag.close()
+    rag = rag_with(module_settings(home, convert_workers=1), embedder)
+    try:
+        rag.index()
+        yield rag
+    finally:
+        rag.close()
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ import pytest
 from ollama_standin import OllamaStandin
 
 from config import Settings, load_settings
+from conftest import module_settings, rag_with
 from conversation import bounded_history, clean_rewrite, looks_like_follow_up, make_standalone, rewrite_by_rule
 
 LISTS = """# Lists
@@ -58,10 +59,7 @@ HISTORY = [
 
 
 def rag_settings(home: Path, **overrides: Any) -> Settings:
-    environ = {"XDG_CONFIG_HOME": str(home / "xdg"), "DOCQA_ENV_FILE": str(home / "none.env")}
     base = {
-        "docs_dir": home / "documents",
-        "db_dir": home / "data",
         "llm_backend": "llamacpp",
         "llm_max_tokens": 16,
         "llamacpp_context": 2048,
@@ -69,7 +67,7 @@ def rag_settings(home: Path, **overrides: Any) -> Settings:
         "chunk_overlap": 40,
         "top_k": 3,
     }
-    return load_settings(overrides={**base, **overrides}, environ=environ)
+    return module_settings(home, **{**base, **overrides})
 
 
 @pytest.fixture(autouse=True)
@@ -91,12 +89,7 @@ def docs_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def open_rag(settings: Settings, embedder: Any) -> Any:
-    import embeddings
-    from rag_system import RAGSystem
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(embeddings, "make_embedder", lambda *args, **kwargs: embedder)  # the session's model
-        rag = RAGSystem(settings)
+    rag = rag_with(settings, embedder)
     report = rag.index()
     assert not report.failed
     return rag

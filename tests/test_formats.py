@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from config import load_settings
+from conftest import module_settings, rag_with
 from document_converter import ConvertedDocument, convert_document
 from ollama_standin import OllamaStandin
 from text_splitter import split_document
@@ -241,20 +241,13 @@ def convert(folder: Path, name: str) -> ConvertedDocument:
 @pytest.fixture(scope="module")
 def rag(folder, tmp_path_factory, embedder):
     """One index over every file, answered by a local Ollama stand-in."""
-    import embeddings
-    from rag_system import RAGSystem
-
     home = tmp_path_factory.mktemp("home")
     with pytest.MonkeyPatch.context() as mp, OllamaStandin(pieces=["From the documents", " [1]."]) as ollama:
-        mp.setattr(embeddings, "make_embedder", lambda *args, **kwargs: embedder)
         for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
             mp.delenv(name, raising=False)
-        settings = load_settings(
-            overrides={"docs_dir": folder, "db_dir": home / "data", "chunk_size": 400, "chunk_overlap": 60,
-                       "llm_backend": "ollama", "ollama_host": ollama.url, "convert_workers": 1},
-            environ={"XDG_CONFIG_HOME": str(home), "DOCQA_ENV_FILE": str(home / "none.env")},
-        )
-        system = RAGSystem(settings)
+        settings = module_settings(home, docs_dir=folder, chunk_size=400, chunk_overlap=60,
+                                   llm_backend="ollama", ollama_host=ollama.url, convert_workers=1)
+        system = rag_with(settings, embedder)
         try:
             system.index()
             yield system

@@ -13,7 +13,7 @@ from typing import Any, Iterator
 
 import numpy as np
 import pytest
-from conftest import THINKPYTHON_PDF, THINKPYTHON_QA, require
+from conftest import THINKPYTHON_PDF, THINKPYTHON_QA, module_settings, rag_with, require
 
 from config import load_settings
 from grounding import PassageSentences, assess_relevance, check_grounding, split_sentences
@@ -107,18 +107,11 @@ def test_answer_as_text_lists_the_cited_sources() -> None:
 
 @pytest.fixture(scope="module")
 def thinkpython(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[Any]:
-    import embeddings
-    from rag_system import RAGSystem
-
     home = tmp_path_factory.mktemp("grounding-thinkpython")
     docs = home / "documents"
     docs.mkdir()
     shutil.copy(require(THINKPYTHON_PDF), docs / "thinkpython2.pdf")
-    environ = {"XDG_CONFIG_HOME": str(home / "xdg"), "DOCQA_ENV_FILE": str(home / "none.env"), "LLM_BACKEND": "llamacpp"}
-    settings = load_settings(overrides={"docs_dir": docs, "db_dir": home / "data"}, environ=environ)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(embeddings, "make_embedder", lambda *args, **kwargs: embedder)
-        rag = RAGSystem(settings)
+    rag = rag_with(module_settings(home, env={"LLM_BACKEND": "llamacpp"}), embedder)
     rag.index()
     yield rag
     rag.close()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SCIFACT, require
+from conftest import SCIFACT, module_settings, rag_with, require
 from keyword_index import TOKENIZER_VERSION, KeywordIndex, index_text, split_identifier, tokenize
 from rag_system import RAGSystem
 from retriever import Passage, add_neighbour_context, cap_per_file, merge_neighbours, reciprocal_rank_fusion, score_blend
@@ -138,9 +138,6 @@ def test_far_apart_chunks_of_a_file_stay_separate():
 @pytest.fixture(scope="module")
 def scifact_rag(tmp_path_factory, embedder):
     """Twelve real SciFact abstracts, as .txt and .md files, indexed once for the module."""
-    import embeddings
-    from config import load_settings
-
     root = tmp_path_factory.mktemp("scifact")
     docs_dir = root / "documents"
     docs_dir.mkdir()
@@ -149,11 +146,7 @@ def scifact_rag(tmp_path_factory, embedder):
     for i, d in enumerate(docs):
         ext = "md" if i % 2 else "txt"
         (docs_dir / f"{d['_id']}.{ext}").write_text(f"{d['title']}\n\n{d['text']}", encoding="utf-8")
-    environ = {"XDG_CONFIG_HOME": str(root / "xdg"), "DOCQA_ENV_FILE": str(root / "none.env")}
-    settings = load_settings({"docs_dir": docs_dir, "db_dir": root / "data"}, environ=environ)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(embeddings, "make_embedder", lambda *args, **kwargs: embedder)
-        rag = RAGSystem(settings)
+    rag = rag_with(module_settings(root), embedder)
     rag.index()
     rag.docs = docs  # type: ignore[attr-defined]
     yield rag
