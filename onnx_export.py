@@ -45,7 +45,7 @@ def export_onnx(model_folder: Path, target: Path, max_length: int, label: str = 
                 warnings.simplefilter("ignore")
                 reference = _torch_export(model_folder, work / "model.onnx", max_length)
                 _quantize(work / "model.onnx", work / "model-int8.onnx")
-            _check_export(work / "model.onnx", reference)
+            _check_export(work, reference)
             if target.exists():
                 shutil.rmtree(target)
             os.replace(work, target)
@@ -106,13 +106,14 @@ def _quantize(source: Path, path: Path) -> None:
         root.setLevel(level)
 
 
-def _check_export(path: Path, reference: tuple[Any, Any, Any]) -> None:
+def _check_export(folder: Path, reference: tuple[Any, Any, Any]) -> None:
+    """Both exported models against torch's output on the padded check batch."""
     import numpy as np
     import onnxruntime as ort
 
     feeds, mask, expected = reference
     for name, floor in (("model.onnx", 0.9999), ("model-int8.onnx", 0.97)):
-        session = ort.InferenceSession(str(path.parent / name), providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(str(folder / name), providers=["CPUExecutionProvider"])
         got = session.run(None, feeds)[0]
         cosine = float(np.min((pool_and_normalize(got, mask) * pool_and_normalize(expected, mask)).sum(axis=1)))
         if cosine < floor:
