@@ -28,6 +28,7 @@ $(STAMP): requirements.txt Makefile
 	  $(PIP) install --no-cache-dir $(LLAMA_WHEELS)/llama_cpp_python-*.whl || exit 1; \
 	fi
 	$(PIP) install --quiet -r requirements.txt
+	$(PY) scripts/prepare_model.py
 	$(PY) scripts/smoke_check.py
 	touch $(STAMP)
 

@@ -83,7 +83,7 @@ class Settings:
         "nomic-embed-text", "Ollama model for EMBEDDING_BACKEND=ollama (`ollama pull nomic-embed-text`)."
     )
     model_cache_dir: str = _setting(
-        "", "Where the ONNX export is cached; empty uses $XDG_CACHE_HOME/docqa (~/.cache/docqa)."
+        "", "Where the ONNX export and the joined embedded models are kept; empty uses $XDG_CACHE_HOME/docqa (~/.cache/docqa)."
     )
     embedding_batch_size: int = _setting(
         16, "Chunks embedded per batch; 16 was fastest on 2 cores (64: about 10% slower and more memory)."
@@ -135,8 +135,19 @@ class Settings:
     )
     ollama_host: str = _setting("http://127.0.0.1:11434", "Ollama server address.")
     ollama_model: str = _setting("llama3.2", "Ollama model name.")
+    llamacpp_model: str = _setting(
+        "qwen2.5-coder-0.5b",
+        "The embedded model when Ollama is not used: qwen2.5-coder-0.5b (default: the most right answers "
+        "within the latency targets, docs/answer-results.md), qwen2.5-coder-1.5b (slower) or smollm2-135m (smallest).",
+        choices=("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "smollm2-135m"),
+    )
     llamacpp_model_path: str = _setting(
-        "", "A GGUF file for the embedded model; empty uses the packaged SmolLM2-135M-Instruct."
+        "", "Any GGUF file for the embedded model; overrides LLAMACPP_MODEL."
+    )
+    context_token_budget: int = _setting(
+        600,
+        "Most passage tokens (about 4 characters each) sent to the model: from each passage the sentences "
+        "closest to the question and their neighbours. 0 sends the passages whole.",
     )
     llamacpp_context: int = _setting(4096, "Context window (tokens) of the embedded model.")
     llamacpp_threads: int = _setting(0, "CPU threads for the embedded model; 0 uses every core.")

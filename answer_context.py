@@ -1,0 +1,130 @@
+"""What the answer model reads, and the quotes shown before it writes.
+
+A small model answers better from less: five whole passages (~1,500 tokens) bury the one
+sentence that answers and cost seconds of prompt processing. From each passage this keeps
+the sentences closest to the question with their neighbours, under a token budget, and
+keeps the passage numbers so citations still point at the source cards.
+
+The same sentence scores pick the quotes: the passage sentences that best answer the
+question, verbatim, shown at once and standing as the answer when the model's text fails
+its checks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from grounding import PassageSentences, content_terms
+
+OVERLAP_WEIGHT = 0.15
+"""How much sharing the question's content words adds to a sentence's cosine similarity."""
+CHARS_PER_TOKEN = 4
+"""Budgets are counted without the model's tokenizer (Ollama's is out of reach): ~4 characters a token."""
+MIN_QUOTE_WORDS = 5
+QUOTE_MARGIN = 0.05
+"""A second quote is shown only when it scores this close to the best one."""
+
+
+@dataclass
+class Quote:
+    """A passage sentence, verbatim, that answers the question; `number` is its 1-based passage."""
+
+    number: int
+    text: str
+    score: float
+
+
+def sentence_scores(sentences: PassageSentences, question_vector: np.ndarray, question: str) -> list[np.ndarray]:
+    """Per passage, each sentence's closeness to the question: cosine plus a share of its words."""
+    asked = content_terms(question)
+    out = []
+    for texts, vectors in zip(sentences.texts, sentences.vectors, strict=True):
+        sims = vectors @ question_vector if len(texts) else np.zeros(0)
+        if asked:
+            overlap = np.array([len(asked & content_terms(t)) / len(asked) for t in texts])
+            sims = sims + OVERLAP_WEIGHT * overlap
+        out.append(np.asarray(sims, dtype=np.float32))
+    return out
+
+
+def _quotable(text: str) -> bool:
+    stripped = text.strip()
+    return len(stripped.split()) >= MIN_QUOTE_WORDS and not stripped.startswith(("#", "|", ">>>", "```"))
+
+
+def select_quotes(sentences: PassageSentences, scores: Sequence[np.ndarray], most: int = 2) -> list[Quote]:
+    """The best-scoring quotable sentences, best first: one, or two when the second is nearly as good."""
+    ranked = sorted(
+        (Quote(n, sentences.texts[n - 1][i].strip(), float(s[i])) for n, s in enumerate(scores, start=1) for i in range(len(s))),
+        key=lambda q: -q.score,
+    )
+    picked: list[Quote] = []
+    for quote in ranked:
+        if not _quotable(quote.text) or any(quote.text == p.text for p in picked):
+            continue
+        if picked and quote.score < picked[0].score - QUOTE_MARGIN:
+            break
+        picked.append(quote)
+        if len(picked) == most:
+            break
+    return picked
+
+
+def compact_passages(
+    passages: Sequence[str], sentences: PassageSentences, scores: Sequence[np.ndarray], budget_tokens: int, neighbours: int = 1
+) -> list[str]:
+    """Each passage cut to its sentences that bear on the question, with their neighbours, in the passage's order.
+
+    Sentences are taken best first across all passages, each with the sentences around it
+    (a single sentence's score is noisy: the one that answers often sits next to the one
+    that matches the question best), until the budget is spent. A passage whose every
+    sentence was taken is kept whole; one that got none is left empty (the caller drops it
+    and keeps the numbering).
+    """
+    budget = budget_tokens * CHARS_PER_TOKEN
+    keep: list[set[int]] = [set() for _ in passages]
+    ranked = sorted(((float(s[i]), n, i) for n, s in enumerate(scores) for i in range(len(s))), reverse=True)
+    used = 0
+    for _, n, i in ranked:
+        texts = sentences.texts[n]
+        for j in [i] + [i + d for r in range(1, neighbours + 1) for d in (-r, r)]:
+            if 0 <= j < len(texts) and j not in keep[n]:
+                cost = len(texts[j]) + 1
+                if used + cost <= budget or not used:
+                    keep[n].add(j)
+                    used += cost
+        if used >= budget:
+            break
+    out = []
+    for n, indexes in enumerate(keep):
+        texts = sentences.texts[n]
+        if len(indexes) == len(texts) and texts:
+            out.append(passages[n].strip())
+            continue
+        out.append(_excerpt(passages[n], texts, sorted(indexes)) if indexes else "")
+    return out
+
+
+def _excerpt(passage: str, texts: Sequence[str], indexes: Sequence[int]) -> str:
+    """The kept sentences as they stand in the passage (line breaks and code layout intact), gaps as "…"."""
+    spans, at = [], 0
+    for text in texts:
+        start = passage.find(text, at)
+        if start < 0:  # not verbatim (cannot happen for split_sentences output): fall back to the text itself
+            spans.append(None)
+            continue
+        spans.append((start, start + len(text)))
+        at = start + len(text)
+    pieces: list[str] = []
+    run: list[int] = []
+    for i in list(indexes) + [-1]:
+        if run and (i != run[-1] + 1 or i == -1):
+            first, last = spans[run[0]], spans[run[-1]]
+            pieces.append(passage[first[0] : last[1]] if first and last else " ".join(texts[j] for j in run))
+            run = []
+        if i >= 0:
+            run.append(i)
+    return "\n…\n".join(p.strip() for p in pieces)

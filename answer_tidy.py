@@ -1,0 +1,69 @@
+"""Runaway output from a small model, cut before the user reads it.
+
+Small models loop (the same sentence or line again and again until the token limit), stop
+mid-sentence at the limit, and write code nobody asked for. These rules are applied to the
+text as it streams (`repeats_from`, so generation stops as soon as it loops) and once at the
+end (`tidy_answer`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from grounding import CITATION, split_sentences
+
+CUT_MARKER = " …"
+_CODE_FENCE = re.compile(r"```[^\n]*\n.*?(?:```|\Z)", re.S)
+_ASKS_FOR_CODE = re.compile(
+    r"\b(code|snippet|example|implement\w*|write|show|syntax|function|program|script|one-liner|one line|how (?:do|can|would|should) i)\b",
+    re.I,
+)
+_HAS_CODE = re.compile(r"```|>>>|^\s{2,}\S|\bdef \w+\(|\w\(.*\)|=", re.M)
+_ENDS_CLEANLY = re.compile(r"""[.!?:)\]`'"*]\s*$|```\s*$""")
+
+
+def _key(text: str) -> str:
+    return " ".join(CITATION.sub(" ", text).lower().split()).strip(" .")
+
+
+def repeats_from(text: str) -> int | None:
+    """Where `text` starts repeating itself: the offset of a sentence or line seen before, else None."""
+    seen: set[str] = set()
+    at = 0
+    for sentence in split_sentences(text):
+        start = text.find(sentence, at)
+        at = start + len(sentence)
+        key = _key(sentence)
+        if len(key) < 12:
+            continue
+        if key in seen:
+            return start
+        seen.add(key)
+    return None
+
+
+def drop_repeats(text: str) -> tuple[str, bool]:
+    cut = repeats_from(text)
+    return (text, False) if cut is None else (text[:cut].rstrip(), True)
+
+
+def wants_code(question: str, passages: list[str]) -> bool:
+    """Code belongs in the answer when the question asks for it or a passage holds some."""
+    return bool(_ASKS_FOR_CODE.search(question)) or any(_HAS_CODE.search(p) for p in passages)
+
+
+def tidy_answer(text: str, question: str, passages: list[str], hit_limit: bool) -> tuple[str, list[str]]:
+    """The answer with loops cut, unasked-for code removed and a cut-off end marked; and what was done."""
+    done: list[str] = []
+    text, looped = drop_repeats(text.strip())
+    if looped:
+        done.append("repetition cut")
+    if _CODE_FENCE.search(text) and not wants_code(question, passages):
+        text = _CODE_FENCE.sub("", text).strip()
+        done.append("code removed")
+    if text.count("```") % 2:  # an unclosed fence would swallow everything after it
+        text += "\n```"
+    if (hit_limit or looped) and text and not _ENDS_CLEANLY.search(text):
+        text += CUT_MARKER
+        done.append("cut off")
+    return text, done

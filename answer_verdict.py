@@ -1,0 +1,72 @@
+"""Whether the model's answer is shown, or set aside for the quotes.
+
+The model's text is shown when it is non-empty, did not loop, at least one of its claims is
+backed by a passage (grounding.py), and no claim contradicts the passage it relies on
+(answer_check.py). Otherwise the verbatim quotes stand as the answer, with a notice saying
+why, and the model's text is kept for the user to open. A user is never shown a model's
+claim the checks found wrong without that warning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from answer_check import Disagreement, check_claims
+from answer_context import Quote
+from grounding import CITATION, Grounding, split_sentences
+
+
+@dataclass
+class Verdict:
+    shown: bool
+    reason: str = ""
+    disagreements: list[Disagreement] = field(default_factory=list)
+
+
+def judge(
+    text: str, grounding: Grounding | None, passages: Sequence[str], question: str, tidied: Sequence[str] = ()
+) -> Verdict:
+    """Show the model's text, or set it aside with the reason a user reads."""
+    if not text.strip():
+        return Verdict(False, "the model wrote no answer")
+    if "repetition cut" in tidied:
+        return Verdict(False, "the model's answer repeated itself")
+    claims = [(s, _evidence(s, grounding, passages)) for s in split_sentences(text)]
+    found = check_claims(claims, "\n".join(passages), question)
+    if found:
+        first = found[0]
+        return Verdict(False, f"it does not match the passages: {first.reason}", found)
+    if grounding is not None and grounding.checked and not any(s.supported for s in grounding.checked):
+        return Verdict(False, "no passage backs what the model wrote")
+    return Verdict(True)
+
+
+def _evidence(sentence: str, grounding: Grounding | None, passages: Sequence[str]) -> list[str]:
+    """What a sentence relies on: the passages it cites, else the one the grounding check matched, else all."""
+    count = len(passages)
+    numbers = sorted({int(n) for n in CITATION.findall(sentence) if 1 <= int(n) <= count})
+    if not numbers and grounding is not None:
+        numbers = [s.evidence[0] for s in grounding.checked if s.sentence in sentence and s.evidence]
+    if not numbers:
+        numbers = list(range(1, count + 1))
+    return [s for n in numbers for s in split_sentences(passages[n - 1])]
+
+
+def add_missing_citations(text: str, grounding: Grounding | None) -> str:
+    """An answer that cites nothing gets the passages its supported claims were matched to, at its end."""
+    if CITATION.search(text) or grounding is None:
+        return text
+    numbers = sorted({s.evidence[0] for s in grounding.checked if s.supported and s.evidence})
+    if not numbers:
+        return text
+    return text.rstrip() + " " + "".join(f"[{n}]" for n in numbers)
+
+
+def quotes_markdown(quotes: Sequence[Quote], labels: Sequence[str]) -> str:
+    """The quotes as the user reads them: each verbatim, with its passage number and place."""
+    blocks = []
+    for q in quotes:
+        body = "\n".join(f"> {line}" if line.strip() else ">" for line in q.text.splitlines())
+        blocks.append(f"{body}\n>\n> — [{q.number}] {labels[q.number - 1]}")
+    return "\n\n".join(blocks)

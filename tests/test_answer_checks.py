@@ -1,0 +1,122 @@
+"""The checks that decide whether a model's answer is shown: claims against passages, runaway output."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from answer_check import check_claims, exact_mismatches, polarity_conflicts
+from answer_context import compact_passages, select_quotes, sentence_scores
+from answer_tidy import CUT_MARKER, repeats_from, tidy_answer
+from answer_verdict import judge, quotes_markdown
+from grounding import PassageSentences, split_sentences
+
+TUPLES = (
+    "Tuples are also comparable and hashable so we can sort lists of them. "
+    "The important difference is that tuples are immutable. "
+    "Lists are mutable, so you can change their elements after you create them."
+)
+CONFIG_ROW = "| CHUNK_SIZE | 1000 | Characters of text per chunk. |"
+OLLAMA = "Install Ollama, run `ollama serve`, then `ollama pull llama3.2`. docqa uses it when it answers."
+
+
+def test_a_changed_number_is_flagged():
+    assert exact_mismatches("The default chunk size is 1024 bytes [1].", CONFIG_ROW) == ["the number 1024 is not in the passage"]
+
+
+def test_the_passages_number_with_another_unit_is_flagged():
+    problems = exact_mismatches("The default chunk size is 1000 bytes.", CONFIG_ROW)
+    assert problems and "units" in problems[0]
+
+
+def test_the_passages_own_number_and_unit_pass():
+    assert exact_mismatches("The default chunk size is 1000 characters [1].", CONFIG_ROW) == []
+
+
+def test_numbers_from_the_question_may_be_repeated():
+    assert exact_mismatches("6 ^ 2 is 4 because ^ is XOR.", "^ is the bitwise XOR operator", question="I typed 6 ^ 2 and got 4") == []
+
+
+def test_an_invented_command_or_identifier_is_flagged():
+    problems = exact_mismatches("Run `ollama pull llama9` and call ollama_client.start() first.", OLLAMA)
+    assert any("llama9" in p for p in problems) and any("ollama_client.start" in p for p in problems)
+    assert exact_mismatches("Run `ollama serve`, then `ollama pull llama3.2` [1].", OLLAMA) == []
+
+
+def test_a_quoted_string_must_be_in_the_passage():
+    assert exact_mismatches('The guide says "never use the cloud".', OLLAMA)
+    assert exact_mismatches("Obama said “the bubble sort would be the wrong way to go.”", "“I think the bubble sort would be the wrong way to\ngo.”") == []
+
+
+def test_a_swapped_subject_is_flagged_although_it_reuses_the_passages_words():
+    problems = polarity_conflicts("Lists are immutable, while tuples can be mutable [1].", split_sentences(TUPLES))
+    assert problems and "immutable" in problems[0]
+
+
+def test_a_flipped_negation_is_flagged():
+    assert polarity_conflicts("Tuples are not immutable.", split_sentences(TUPLES)) == ["negates what the passage says"]
+
+
+def test_a_faithful_sentence_raises_nothing():
+    sentences = split_sentences(TUPLES)
+    assert polarity_conflicts("The important difference is that tuples are immutable [1].", sentences) == []
+    assert check_claims([("Lists are mutable, tuples are immutable [1].", sentences)], TUPLES) == []
+
+
+def test_a_negation_in_another_clause_of_the_passage_is_not_a_flip():
+    passage = "The two lists are equivalent, because they have the same elements, but not identical, because they are not the same object."
+    assert polarity_conflicts("Equivalent lists have the same elements.", split_sentences(passage)) == []
+
+
+def test_a_looping_answer_is_cut_and_marked():
+    looping = "Tuples are immutable [1]. You cannot change a tuple. " + "You cannot change a tuple. " * 6
+    assert repeats_from(looping) is not None
+    text, done = tidy_answer(looping, "Can I change a tuple?", [TUPLES], hit_limit=True)
+    assert text.count("You cannot change a tuple.") == 1 and "repetition cut" in done
+    assert not judge(looping, None, [TUPLES], "Can I change a tuple?", done).shown
+
+
+def test_an_answer_cut_at_the_token_limit_gets_a_marker():
+    text, done = tidy_answer("The default chunk size is 1000 characters, which you can change with", "What is the chunk size?", [CONFIG_ROW], hit_limit=True)
+    assert text.endswith(CUT_MARKER) and "cut off" in done
+
+
+def test_code_nobody_asked_for_is_removed():
+    text, done = tidy_answer("docqa sends nothing anywhere.\n```python\nimport requests\n```", "Does docqa send my documents anywhere?", ["Your files stay on your computer."], hit_limit=False)
+    assert "```" not in text and "code removed" in done
+    kept, _ = tidy_answer("Use a comma:\n```python\nt = (1,)\n```", "Show the code for a one-element tuple", [TUPLES], hit_limit=False)
+    assert "t = (1,)" in kept
+
+
+def test_an_empty_or_contradicting_answer_is_set_aside():
+    assert judge("", None, [CONFIG_ROW], "chunk size?").shown is False
+    verdict = judge("The default chunk size is 1024 bytes [1].", None, [CONFIG_ROW], "What is the default chunk size?")
+    assert not verdict.shown and "1024" in verdict.reason
+    assert judge("The default chunk size is 1000 characters [1].", None, [CONFIG_ROW], "What is the default chunk size?").shown
+
+
+@pytest.fixture(scope="module")
+def tuple_sentences(embedder):
+    passages = [TUPLES, CONFIG_ROW, OLLAMA]
+    question = "What is the difference between a list and a tuple?"
+    sentences = PassageSentences.embed(embedder, passages)
+    vector = np.asarray(embedder.embed_query(question), dtype=np.float32)
+    return passages, sentences, sentence_scores(sentences, vector, question)
+
+
+def test_quotes_are_the_passage_sentences_that_answer_verbatim(tuple_sentences):
+    passages, sentences, scores = tuple_sentences
+    quotes = select_quotes(sentences, scores)
+    assert quotes and quotes[0].number == 1
+    assert all(q.text in passages[q.number - 1] for q in quotes)
+    shown = quotes_markdown(quotes, ["tuples.md, lines 1-3", "config.docx", "guide.pdf, page 5"])
+    assert shown.startswith("> ") and "[1] tuples.md, lines 1-3" in shown
+
+
+def test_compact_context_keeps_the_answering_sentence_within_budget(tuple_sentences):
+    passages, sentences, scores = tuple_sentences
+    long = [p * 1 for p in passages]
+    compact = compact_passages(long, sentences, scores, budget_tokens=25)
+    assert "tuples are immutable" in compact[0]
+    assert sum(len(c) for c in compact) <= 25 * 4 + 60
+    assert all(not c or c.replace("\n…\n", " ") in " ".join(passages) or "…" in c for c in compact)
