@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from answer_render import CITATION
 from config import Settings
 from grounding import content_terms
 
@@ -56,7 +57,7 @@ SWAP_MIN_SIMILARITY = 0.3
 """A previous term this similar to the new topic (cosine) is replaced by it; below, the topic is added."""
 
 _ASKING = re.compile(r"(?:what|which|who|when|where|why|how|is|are|do|does|did|can|could|should|would|will)\b", re.IGNORECASE)
-_OLD_CITATION = re.compile(r"\s?\[\d+\]")
+_OLD_CITATION = re.compile(r"\s?" + CITATION.pattern)
 _WORD = re.compile(r"[A-Za-z_][\w'.-]*[\w]|[A-Za-z_]")
 
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from answer_render import answer_as_text  # noqa: F401  (until the web UI imports it from answer_render)
+from answer_render import is_refusal as model_refused  # the one refusal rule, shared with the evaluation
 from config import Settings
 from errors import DocqaError, EmbeddingError, LLMError, StoreError
 from indexer import DataLock, Indexer, IndexReport, Progress
@@ -79,28 +81,6 @@ class Answer:
         if self.error:
             out["error"] = self.error
         return out
-
-
-def answer_as_text(answer: Answer) -> str:
-    """The answer and its citations as plain text, for the copy button: "[1] file, page 3".
-
-    Lists the passages the answer cites, or all of them when it cites none (a refusal
-    lists the closest passages; the packaged model rarely cites).
-    """
-    from grounding import CITATION
-
-    text = answer.text.strip()
-    if not answer.passages:
-        return text
-    cited = sorted({int(n) for n in CITATION.findall(text) if 1 <= int(n) <= len(answer.passages)})
-    numbers = cited or list(range(1, len(answer.passages) + 1))
-    lines = []
-    for n in numbers:
-        p = answer.passages[n - 1]
-        heading = " > ".join(p.heading_path)
-        extra = f" ({heading})" if heading and heading != p.location else ""
-        lines.append(f"[{n}] {p.label}{extra}")
-    return f"{text}\n\nSources:\n" + "\n".join(lines)
 
 
 def passage_json(p: Passage) -> dict[str, Any]:
@@ -614,14 +594,6 @@ def refusal_text(passages: list[Passage], shown: int = 3) -> str:
 
     closest = "\n".join(f"[{n}] {p.label}" for n, p in enumerate(passages[:shown], start=1))
     return f"{REFUSAL} No passage is close enough to the question to answer from; the closest are:\n{closest}"
-
-
-def model_refused(text: str) -> bool:
-    """Whether the model itself declined: its answer opens with the refusal the prompt asks for."""
-    from llm_handler import REFUSAL
-
-    opening = " ".join(text.split())[: len(REFUSAL) + 40].lower()
-    return REFUSAL.lower().rstrip(".") in opening
 
 
 def sanitize_filename(name: str) -> str:
