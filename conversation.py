@@ -210,6 +210,17 @@ def previous_standalone(history: list[Message], embedder: Any | None) -> str:
     return resolved
 
 
+def history_after(history: list[Message], question: str, answer: str, failed: bool) -> list[Message]:
+    """The chat's history once this turn is over, as plain text for the next follow-up.
+
+    The model sees earlier turns as the question asked and the answer given, without
+    markup; a failed answer (the model could not run) is left out, question and all.
+    """
+    if failed:
+        return list(history)
+    return [*history, {"role": "user", "content": question}, {"role": "assistant", "content": answer}]
+
+
 def bounded_history(history: list[Message] | None, max_turns: int, max_tokens: int) -> list[Message]:
     """The most recent turns that fit both bounds, oldest first; always whole user/assistant pairs."""
     if not history or max_turns <= 0 or max_tokens <= 0:
