@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from answer_render import CITATION
 from config import Settings
 from grounding import content_terms
 
@@ -56,7 +57,7 @@ SWAP_MIN_SIMILARITY = 0.3
 """A previous term this similar to the new topic (cosine) is replaced by it; below, the topic is added."""
 
 _ASKING = re.compile(r"(?:what|which|who|when|where|why|how|is|are|do|does|did|can|could|should|would|will)\b", re.IGNORECASE)
-_OLD_CITATION = re.compile(r"\s?\[\d+\]")
+_OLD_CITATION = re.compile(r"\s?" + CITATION.pattern)
 _WORD = re.compile(r"[A-Za-z_][\w'.-]*[\w]|[A-Za-z_]")
 
 
@@ -207,6 +208,17 @@ def previous_standalone(history: list[Message], embedder: Any | None) -> str:
     for q in questions[1:]:
         resolved = rewrite_by_rule(q, resolved, embedder) if looks_like_follow_up(q, [{"role": "user", "content": resolved}]) else q
     return resolved
+
+
+def history_after(history: list[Message], question: str, answer: str, failed: bool) -> list[Message]:
+    """The chat's history once this turn is over, as plain text for the next follow-up.
+
+    The model sees earlier turns as the question asked and the answer given, without
+    markup; a failed answer (the model could not run) is left out, question and all.
+    """
+    if failed:
+        return list(history)
+    return [*history, {"role": "user", "content": question}, {"role": "assistant", "content": answer}]
 
 
 def bounded_history(history: list[Message] | None, max_turns: int, max_tokens: int) -> list[Message]:

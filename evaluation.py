@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from answer_render import is_refusal
 from config import Settings
 from document_converter import ConvertedDocument, Section
 from errors import ConfigError
@@ -231,14 +232,6 @@ def evaluate_beir_modes(settings: Settings, folder: Path, modes: list[str], spli
                 "query_ms_p95": round(percentile(latencies, 95), 2),
             })
     return results
-
-
-REFUSAL_MARKERS = ("do not cover", "does not cover", "don't cover", "not covered", "no information", "not mentioned", "cannot find", "can't find", "not contain")
-
-
-def is_refusal(text: str) -> bool:
-    lower = text.lower()
-    return any(m in lower for m in REFUSAL_MARKERS)
 
 
 def load_qa(path: Path) -> list[dict[str, Any]]:

@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
+from answer_render import CITATION
 from config import Settings
 from keyword_index import tokenize
 
-CITATION = re.compile(r"\[(\d+)\]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9`])")
 _BLOCK_BREAK = re.compile(r"\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)]|#+)\s)")
 MIN_SENTENCE_WORDS = 4

@@ -11,10 +11,13 @@ import dataclasses
 import json
 import logging
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from config import describe_settings, load_settings
+from config import Settings, describe_settings, load_settings
 from errors import DocqaError
+
+if TYPE_CHECKING:
+    from rag_system import Answer, RAGSystem
 
 log = logging.getLogger("docqa")
 
@@ -91,7 +94,7 @@ def parse_where(items: list[str] | None) -> dict[str, Any] | None:
     return where
 
 
-def settings_from_args(args: argparse.Namespace) -> Any:
+def settings_from_args(args: argparse.Namespace) -> Settings:
     overrides = {
         "docs_dir": getattr(args, "docs", None),
         "db_dir": getattr(args, "db", None),
@@ -132,12 +135,13 @@ def progress_bar() -> Any:
     return update
 
 
-def cmd_index(rag: Any, args: argparse.Namespace) -> int:
+def cmd_index(rag: RAGSystem, args: argparse.Namespace) -> int:
     report = rag.index(reindex=args.reindex, progress=None if args.json else progress_bar())
     if args.json:
         out = dataclasses.asdict(report)
         out["stages"] = {k: round(v, 3) for k, v in report.stages.items()}
-        out.update(files=len(rag.indexer.manifest.files), chunks=rag.indexer.manifest.chunk_count())
+        indexed = [d for d in rag.documents() if d.state == "indexed"]
+        out.update(files=len(indexed), chunks=sum(d.chunks for d in indexed))
         print(json.dumps(out))
         return 0
     print(f"Indexed: {report.summary()}")
@@ -148,31 +152,18 @@ def cmd_index(rag: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def format_source(n: int, source: dict[str, Any]) -> str:
-    where = ""
-    if source.get("location") and source["location"] != " > ".join(source["heading_path"]):
-        where = f", {source['location']}"
-    elif source["pages"]:
-        pages = source["pages"]
-        where = f", page {pages[0]}" if len(pages) == 1 else f", pages {pages[0]}-{pages[-1]}"
-    elif source["lines"]:
-        where = f", lines {source['lines'][0]}-{source['lines'][1]}"
-    heading = f" [{' > '.join(source['heading_path'])}]" if source["heading_path"] else ""
-    found = ", ".join(f"{k} #{v}" for k, v in sorted(source["found_by"].items()))
-    snippet = " ".join(source["text"].split())[:160]
-    return f"[{n}] {source['source']}{where}{heading}  score {source['score']:.4f} ({found})\n    {snippet}"
+def cmd_ask(rag: RAGSystem, args: argparse.Namespace) -> int:
+    from answer_render import source_line
 
-
-def cmd_ask(rag: Any, args: argparse.Namespace) -> int:
     if not args.no_index:
         rag.index()
     where = parse_where(args.where)
     if args.json:
-        answer = rag.ask(args.question, k=args.k, where=where)
-        print(json.dumps(answer.to_json(), ensure_ascii=False, indent=2))
-        return 0 if not answer.error else 1
+        whole = rag.ask(args.question, k=args.k, where=where)
+        print(json.dumps(whole.to_json(), ensure_ascii=False, indent=2))
+        return 0 if not whole.error else 1
     printed = 0
-    answer = None
+    answer: Answer | None = None
     for answer in rag.stream_answer(args.question, k=args.k, where=where):
         sys.stdout.write(answer.text[printed:])
         sys.stdout.flush()
@@ -190,12 +181,12 @@ def cmd_ask(rag: Any, args: argparse.Namespace) -> int:
     print(f"\n— {answer.model or 'no model'}")
     if answer.passages:
         print("\nClosest passages:" if answer.refused else "\nSources:")
-        for n, source in enumerate(answer.sources_json(), start=1):
-            print(format_source(n, source))
+        for n, passage in enumerate(answer.passages, start=1):
+            print(source_line(n, passage))
     return 0 if not answer.error else 1
 
 
-def cmd_stats(rag: Any, args: argparse.Namespace) -> int:
+def cmd_stats(rag: RAGSystem, args: argparse.Namespace) -> int:
     stats = rag.stats()
     if args.json:
         print(json.dumps(stats, indent=2, ensure_ascii=False))
@@ -210,40 +201,33 @@ def cmd_stats(rag: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_check(rag: Any, args: argparse.Namespace) -> int:
-    problems = rag.indexer.check()
-    repaired: list[str] = []
-    if problems and args.repair:
-        repaired = rag.indexer.repair(problems)
-        rag.index()
+def cmd_check(rag: RAGSystem, args: argparse.Namespace) -> int:
+    check = rag.check(repair=args.repair)
     if args.json:
-        print(json.dumps({"consistent": not problems, "problems": problems, "repaired": repaired}, indent=2))
-    elif not problems:
+        print(json.dumps({"consistent": check.consistent, "problems": check.problems, "repaired": check.repaired}, indent=2))
+    elif check.consistent:
         print("Consistent: manifest, vector store and keyword index agree for every file.")
     else:
-        for p in problems:
+        for p in check.problems:
             print(f"{p['source']}: {p['store']} has {p['missing']} missing and {p['extra']} extra chunks")
-        if repaired:
-            print(f"Re-indexed {len(repaired)} file(s): {', '.join(repaired)}")
+        if check.repaired:
+            print(f"Re-indexed {len(check.repaired)} file(s): {', '.join(check.repaired)}")
         else:
             print("Run `python main.py check --repair` to re-index the affected files.")
-    return 1 if problems else 0
+    return 0 if check.consistent else 1
 
 
-def cmd_analyze(settings: Any, args: argparse.Namespace) -> int:
-    from folder_profile import format_profile, profile_folder
+def cmd_analyze(settings: Settings, args: argparse.Namespace) -> int:
+    from rag_system import profile_documents
 
     if not settings.docs_dir.is_dir():
         raise DocqaError(f"The documents folder {settings.docs_dir} does not exist: create it, or name another with --docs DIR.")
-    profile = profile_folder(settings)
-    if args.json:
-        print(json.dumps(profile.to_json(), indent=2, ensure_ascii=False))
-    else:
-        print(format_profile(profile, settings))
+    profile, report = profile_documents(settings)
+    print(json.dumps(profile, indent=2, ensure_ascii=False) if args.json else report)
     return 0
 
 
-def cmd_config(settings: Any) -> int:
+def cmd_config(settings: Settings) -> int:
     rows = describe_settings(settings)
     width = max(len(r[0]) for r in rows)
     for name, value, origin in rows:
@@ -251,7 +235,7 @@ def cmd_config(settings: Any) -> int:
     return 0
 
 
-def cmd_serve(rag: Any, args: argparse.Namespace) -> int:
+def cmd_serve(rag: RAGSystem, args: argparse.Namespace) -> int:
     from web_ui import serve
 
     rag.index(reindex=args.reindex, progress=progress_bar())
@@ -260,7 +244,7 @@ def cmd_serve(rag: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_eval(settings: Any, args: argparse.Namespace) -> int:
+def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
     from evaluation import run_eval_command
 
     return run_eval_command(settings, args)

@@ -11,10 +11,11 @@ import logging
 import re
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Literal
 
+from answer_render import is_refusal as model_refused  # the one refusal rule, shared with the evaluation
 from config import Settings
 from errors import DocqaError, EmbeddingError, LLMError, StoreError
 from indexer import DataLock, Indexer, IndexReport, Progress
@@ -99,28 +100,6 @@ class Answer:
         return out
 
 
-def answer_as_text(answer: Answer) -> str:
-    """The answer and its citations as plain text, for the copy button: "[1] file, page 3".
-
-    Lists the passages the answer cites, or all of them when it cites none (a refusal
-    lists the closest passages; the packaged model rarely cites).
-    """
-    from grounding import CITATION
-
-    text = answer.text.strip()
-    if not answer.passages:
-        return text
-    cited = sorted({int(n) for n in CITATION.findall(text) if 1 <= int(n) <= len(answer.passages)})
-    numbers = cited or list(range(1, len(answer.passages) + 1))
-    lines = []
-    for n in numbers:
-        p = answer.passages[n - 1]
-        heading = " > ".join(p.heading_path)
-        extra = f" ({heading})" if heading and heading != p.location else ""
-        lines.append(f"[{n}] {p.label}{extra}")
-    return f"{text}\n\nSources:\n" + "\n".join(lines)
-
-
 def passage_json(p: Passage) -> dict[str, Any]:
     return {
         "source": p.source,
@@ -140,6 +119,43 @@ def passage_json(p: Passage) -> dict[str, Any]:
         "found_by": p.found_by,
         "text": p.text,
     }
+
+
+@dataclass(frozen=True)
+class IndexStatus:
+    """What the background indexer is doing: a snapshot, replaced as a sync moves on."""
+
+    state: Literal["idle", "indexing", "failed"] = "idle"
+    done: int = 0
+    total: int = 0
+    started: float | None = None
+    finished: float | None = None
+    """When the last sync ended; kept while the next one runs."""
+    summary: str | None = None
+    """The last finished sync's report in one line."""
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class DocumentStatus:
+    """One file of the documents folder as the index sees it."""
+
+    source: str
+    state: Literal["indexed", "failed", "skipped"]
+    chunks: int = 0
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class IndexCheck:
+    """What `RAGSystem.check` found: the files whose chunks disagree between the stores, and those re-indexed."""
+
+    problems: list[dict[str, Any]]
+    repaired: list[str]
+
+    @property
+    def consistent(self) -> bool:
+        return not self.problems
 
 
 class RAGSystem:
@@ -165,7 +181,7 @@ class RAGSystem:
         self._llm_lock = threading.Lock()
         self._index_lock = threading.Lock()
         self._watcher: Any = None
-        self.indexing: dict[str, Any] = {"state": "idle", "done": 0, "total": 0}
+        self._index_status = IndexStatus()
 
     def _open_stores_or_rebuild(self) -> tuple[Any, KeywordIndex]:
         try:
@@ -216,19 +232,19 @@ class RAGSystem:
     def index(self, reindex: bool = False, progress: Progress | None = None) -> IndexReport:
         """Bring the index in line with the folder; one sync at a time, queries keep working."""
         with self._index_lock:
-            self.indexing.update(state="indexing", done=0, total=0, started=time.time())
+            self._index_status = replace(self._index_status, state="indexing", done=0, total=0, started=time.time())
 
             def track(stage: str, done: int, total: int) -> None:
-                self.indexing.update(done=done, total=total)
+                self._index_status = replace(self._index_status, done=done, total=total)
                 if progress:
                     progress(stage, done, total)
 
             try:
                 report = self.indexer.sync(reindex=reindex, progress=track)
             except Exception as exc:
-                self.indexing.update(state="failed", error=describe_error(exc), finished=time.time())
+                self._index_status = replace(self._index_status, state="failed", error=describe_error(exc), finished=time.time())
                 raise
-            self.indexing.update(state="idle", finished=time.time(), summary=report.summary(), error=None)
+            self._index_status = replace(self._index_status, state="idle", finished=time.time(), summary=report.summary(), error=None)
             return report
 
     def watch(self) -> Any:
@@ -657,6 +673,41 @@ class RAGSystem:
             out["warning"] = self.warning
         return out
 
+    # ------------------------------------------------------------ for the front ends
+
+    def index_status(self) -> IndexStatus:
+        """What the indexer is doing now; cheap, for a UI to poll while a sync runs."""
+        return self._index_status
+
+    def documents(self) -> list[DocumentStatus]:
+        """Every file the last sync looked at, by name: indexed with its chunks, or failed or skipped with why."""
+        m = self.indexer.manifest
+        found = {source: DocumentStatus(source, "skipped", reason=why) for source, why in list(m.skipped.items())}
+        found.update((source, DocumentStatus(source, "failed", reason=f.reason)) for source, f in list(m.failed.items()))
+        found.update((source, DocumentStatus(source, "indexed", chunks=len(r.chunk_ids))) for source, r in list(m.files.items()))
+        return [found[source] for source in sorted(found)]
+
+    def check(self, repair: bool = False) -> IndexCheck:
+        """Compare manifest, vector store and keyword index file by file; `repair` re-indexes the files that disagree."""
+        problems = self.indexer.check()
+        repaired: list[str] = []
+        if problems and repair:
+            repaired = self.indexer.repair(problems)
+            self.index()
+        return IndexCheck(problems, repaired)
+
+    def page_image(self, source: str, page: int, highlights: list[str]) -> bytes:
+        """A PDF page of an indexed document as PNG, the highlighted texts marked on it."""
+        from page_images import render_page_png
+
+        return render_page_png(self.settings, source, page, highlights)
+
+    def history_after(self, history: list[dict[str, str]], answer: Answer) -> list[dict[str, str]]:
+        """The history to send with the next question of this chat, once `answer` is done."""
+        from conversation import history_after
+
+        return history_after(history, answer.question, answer.text, failed=bool(answer.error))
+
     def close(self) -> None:
         if self._watcher is not None:
             self._watcher.stop()
@@ -707,14 +758,6 @@ def refusal_text(passages: list[Passage], shown: int = 3) -> str:
     return f"{REFUSAL} No passage is close enough to the question to answer from; the closest are:\n{closest}"
 
 
-def model_refused(text: str) -> bool:
-    """Whether the model itself declined: its answer opens with the refusal the prompt asks for."""
-    from llm_handler import REFUSAL
-
-    opening = " ".join(text.split())[: len(REFUSAL) + 40].lower()
-    return REFUSAL.lower().rstrip(".") in opening
-
-
 def sanitize_filename(name: str) -> str:
     """A plain file name from whatever a browser sent: no folders, no control characters."""
     import unicodedata
@@ -733,3 +776,11 @@ def sanitize_filename(name: str) -> str:
 
 def describe_error(exc: Exception) -> str:
     return str(exc) if isinstance(exc, DocqaError) else f"Unexpected error: {type(exc).__name__}: {exc}"
+
+
+def profile_documents(settings: Settings) -> tuple[dict[str, Any], str]:
+    """`main.py analyze`: the documents folder profiled, as JSON and as a report recommending chunk settings."""
+    from folder_profile import format_profile, profile_folder
+
+    profile = profile_folder(settings)
+    return profile.to_json(), format_profile(profile, settings)

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from answer_render import place
 from config import Settings
 from keyword_index import KeywordIndex
 from name_search import definitions_first
@@ -79,8 +80,7 @@ class Passage:
 
     @property
     def label(self) -> str:
-        where = self.location
-        return f"{self.source}, {where}" if where else self.source
+        return place(self)
 
 
 def join_overlapping(a: str, b: str, max_overlap: int = 2000) -> str:

@@ -1,14 +1,12 @@
-"""The Gradio UI: ask and chat, manage the documents folder. It formats and displays;
-RAGSystem decides retrieval, prompting and what goes into the index.
+"""The Gradio UI: ask and chat, manage the documents folder. Layout, and handlers that
+return {component: value}; RAGSystem decides retrieval, prompting, what goes into the index
+and which turns a follow-up sees, and answer_render writes answers and passages.
 
 Everything that comes from a document (passages, file names) or from the model is shown
-as text, never as markup. HTML panels are built from `html.escape`d pieces; the chat gets
-markdown in which no HTML or image from the model can appear (see `safe_markdown`). The
-only markup in a message is our own, added after escaping: `[n]` citations become links to
-the source cards, and unsupported sentences are wrapped in `<mark>`. The conversation
-lives in server-side state, so what the browser sends back is never rendered as our output.
-A PDF page is sent inline as a data: URI and an upload's temporary copy is deleted once
-saved, so no private document lingers in Gradio's file cache.
+as text, never as markup (see answer_render). The conversation lives in server-side state,
+so what the browser sends back is never rendered as our output. A PDF page is sent inline
+as a data: URI and an upload's temporary copy is deleted once saved, so no private
+document lingers in Gradio's file cache.
 
 Written for Gradio 6: `css` goes to `launch()`, the Chatbot takes ``{"role", "content"}``
 messages, and helper events (uploads, the status timer) are hidden with
@@ -20,14 +18,22 @@ from __future__ import annotations
 import base64
 import html
 import logging
-import re
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any
 
+from answer_render import answer_as_text, answer_markdown, safe_markdown, sources_html
 from errors import ConfigError, DocqaError
+
+if TYPE_CHECKING:
+    import gradio as gr
+
+    from config import Settings
+    from rag_system import Answer, DocumentStatus, IndexStatus, RAGSystem
 
 log = logging.getLogger(__name__)
 
@@ -40,16 +46,7 @@ EXAMPLE_QUESTIONS = [
 ]
 
 NO_SOURCES = "<p class='docqa-empty'>Sources appear here.</p>"
-SNIPPET_CHARS = 400
-SNIPPET_LEAD_CHARS = 100  # context kept before the first highlight when a passage is cut
 STATUS_POLL_S = 2.0
-MARKDOWN_HEADING = re.compile(r"^#{1,6} ", re.MULTILINE)  # the heading path is shown on its own line
-CITATION = re.compile(r"(?<!\\)\[(\d+(?:\s*,\s*\d+)*)\]")  # [3] or [1, 2]; not the "\[" of an escaped image
-CODE = re.compile(r"(```.*?(?:```|$)|`[^`\n]*`)", re.DOTALL)
-BLOCK_PREFIX = re.compile(r"^\s*(?:(?:[-*+•]|\d+[.)]|#{1,6}|>)\s+)*")
-MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
-UNSUPPORTED_NOTE = "Not found in the sources"
-NO_MODEL = "no model used"  # the footer of an answer docqa gave without the LLM (a refusal, the file list)
 
 CSS = """
 .docqa-source { border: 1px solid var(--border-color-primary); border-radius: 6px; padding: 8px 10px; margin: 6px 0; }
@@ -77,189 +74,18 @@ COPY_JS = """(text) => {
 }"""
 
 Message = dict[str, str]
+Update = dict[Any, Any]
+"""What a handler returns: {component: new value}; a component left out keeps its value."""
 
 
-# ---------------------------------------------------------------- the answer in the chat
+# ---------------------------------------------------------------- the chat and the PDF pages
 
 
-def safe_markdown(text: str) -> str:
-    """Model output as markdown that cannot run or load anything: no raw HTML, no images.
-
-    Every HTML construct (tag, comment, autolink) starts with "<", so escaping it leaves
-    none; "![" is the only markdown that loads a resource. "&" stays, so an answer's
-    `a && b` reads right inside a code span; an entity can only ever spell text.
-    """
-    text = text.replace("<", "&lt;")
-    return text.replace("![", "!\\[")
-
-
-def literal_markdown(text: str) -> str:
-    """Text shown exactly as written: markdown punctuation escaped, no HTML."""
-    return MARKDOWN_PUNCTUATION.sub(r"\\\1", text).replace("<", "&lt;")
-
-
-def link_citations(markdown: str, count: int) -> str:
-    """Each [n] or [n, m] citing one of `count` sources links to its card; code is left alone.
-
-    Runs on escaped markdown and only ever adds links built from digits.
-    """
-
-    def link(m: re.Match[str]) -> str:
-        numbers = [int(n) for n in re.split(r"\s*,\s*", m[1])]
-        if not all(1 <= n <= count for n in numbers):
-            return m[0]
-        if len(numbers) == 1:
-            return f"[\\[{numbers[0]}\\]](#source-{numbers[0]})"
-        return "\\[" + ", ".join(f"[{n}](#source-{n})" for n in numbers) + "\\]"
-
-    pieces = CODE.split(markdown)
-    return "".join(piece if i % 2 else CITATION.sub(link, piece) for i, piece in enumerate(pieces))
-
-
-def find_spans(text: str, needles: list[str]) -> list[tuple[int, int]]:
-    """Where each needle occurs in text (first occurrence), sorted and merged."""
-    spans = []
-    lowered = None
-    for needle in needles:
-        needle = needle.strip()
-        if not needle:
-            continue
-        start = text.find(needle)
-        if start < 0:
-            lowered = lowered if lowered is not None else text.lower()
-            start = lowered.find(needle.lower())
-        if start >= 0:
-            spans.append((start, start + len(needle)))
-    merged: list[tuple[int, int]] = []
-    for s, e in sorted(spans):
-        if merged and s <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(e, merged[-1][1]))
-        else:
-            merged.append((s, e))
-    return merged
-
-
-def mark_unsupported(text: str) -> str:
-    """An unsupported stretch of the answer, marked line by line so lists and headings survive."""
-    lines = []
-    for line in text.split("\n"):
-        prefix = BLOCK_PREFIX.match(line)[0]  # type: ignore[index]  # matches empty at worst
-        body = line[len(prefix) :]
-        lines.append(
-            prefix + (f"<mark class='docqa-unsupported' title='{UNSUPPORTED_NOTE}'>{safe_markdown(body)}</mark>" if body.strip() else "")
-        )
-    return "\n".join(lines)
-
-
-def answer_markdown(answer: Any) -> str:
-    """The answer as chat markdown: citations linked, unsupported sentences marked, search shown."""
-    text = answer.text
-    unsupported = find_spans(text, list(getattr(answer, "unsupported", None) or [])) if answer.done else []
-    pieces, pos = [], 0
-    for s, e in unsupported:
-        pieces += [safe_markdown(text[pos:s]), mark_unsupported(text[s:e])]
-        pos = e
-    pieces.append(safe_markdown(text[pos:]))
-    out = link_citations("".join(pieces), len(answer.passages)) or "…"
-    if unsupported:
-        out += f"\n\n<span class='docqa-note'>⚠ Underlined sentences: {UNSUPPORTED_NOTE.lower()}.</span>"
-    searched = searched_for(answer)
-    if searched:
-        out += f"\n\n<span class='docqa-note'>Searched for: {literal_markdown(searched)}</span>"
-    if answer.done:
-        out += f"\n\n*— {safe_markdown(answer.model) if answer.model else NO_MODEL}*"
-    return out
-
-
-def searched_for(answer: Any) -> str:
-    """What retrieval searched for, when it is not the question as asked."""
-    parts = list(getattr(answer, "sub_questions", None) or [])
-    if parts:
-        return " · ".join(parts)
-    standalone = (getattr(answer, "standalone_question", None) or "").strip()
-    asked = (getattr(answer, "question", None) or "").strip()
-    return standalone if standalone and standalone != asked else ""
-
-
-def answer_message(answer: Any) -> Message:
+def answer_message(answer: Answer) -> Message:
     return {"role": "assistant", "content": answer_markdown(answer)}
 
 
-# ---------------------------------------------------------------- the sources panel
-
-
-def passage_text(text: str) -> str:
-    """A passage or a sentence of it as shown on a card: heading marks gone, whitespace collapsed."""
-    return " ".join(MARKDOWN_HEADING.sub("", text).split())
-
-
-def highlighted_html(text: str, spans: list[tuple[int, int]], start: int = 0, end: int | None = None) -> str:
-    """text[start:end] escaped, with the spans inside <mark>."""
-    end = len(text) if end is None else end
-    out, pos = [], start
-    for s, e in spans:
-        s, e = max(s, start), min(e, end)
-        if s >= e:
-            continue
-        out += [html.escape(text[pos:s]), "<mark>", html.escape(text[s:e]), "</mark>"]
-        pos = e
-    out.append(html.escape(text[pos:end]))
-    return "".join(out)
-
-
-def snippet_html(text: str, highlights: list[str]) -> str:
-    """The passage with its highlighted sentences; a long one is cut around the first highlight."""
-    text = passage_text(text)
-    spans = find_spans(text, [passage_text(h) for h in highlights])
-    if len(text) <= SNIPPET_CHARS:
-        return f"<div class='snippet'>{highlighted_html(text, spans)}</div>"
-    start = 0
-    if spans and spans[0][0] > SNIPPET_LEAD_CHARS:
-        start = text.find(" ", spans[0][0] - SNIPPET_LEAD_CHARS) + 1
-    end = min(len(text), max(start + SNIPPET_CHARS, spans[0][1] if spans else 0))
-    if end < len(text):
-        end = text.rfind(" ", start, end + 1) if text.rfind(" ", start, end + 1) > start else end
-    cut = ("…" if start else "") + highlighted_html(text, spans, start, end) + ("…" if end < len(text) else "")
-    return (
-        f"<div class='snippet'>{cut}</div>"
-        f"<details><summary>Whole passage ({len(text.split())} words)</summary>"
-        f"<div class='snippet'>{highlighted_html(text, spans)}</div></details>"
-    )
-
-
-def sources_html(answer: Any) -> str:
-    """The passages behind an answer, with where they come from, as escaped HTML."""
-    if not answer.passages:
-        return "<p class='docqa-empty'>No sources.</p>"
-    highlights = getattr(answer, "highlights", None) or {}
-    parts = [f"<p class='docqa-model'>{html.escape(answer_note(answer))}</p>"]
-    for n, p in enumerate(answer.passages, start=1):
-        found = ", ".join(f"{k} #{v}" for k, v in sorted(p.found_by.items()))
-        heading = " > ".join(p.heading_path)
-        where = f" — {html.escape(p.location)}" if p.location and p.location != heading else ""
-        parts.append(
-            f"<div class='docqa-source' id='source-{n}'>"
-            f"<div class='where'>[{n}] {html.escape(p.source)}{where}</div>"
-            + (f"<div class='meta'>{html.escape(heading)}</div>" if heading else "")
-            + f"<div class='meta'>score {p.score:.4f} · found by {html.escape(found)}</div>"
-            + snippet_html(p.text, list(highlights.get(n, [])))
-            + "</div>"
-        )
-    return "\n".join(parts)
-
-
-def answer_note(answer: Any) -> str:
-    """One line on who answered and how long it took, or what is happening now."""
-    if answer.done:
-        if getattr(answer, "refused", False):
-            return "The documents do not answer this; these passages came closest."
-        took = answer.timings.get("total_s")
-        return f"Answered by {answer.model or 'no model'}" + (f" in {took:.1f}s" if took else "")
-    found = f"Found {len(answer.passages)} passage{'' if len(answer.passages) == 1 else 's'}"
-    return f"{found}; {answer.model} is answering…" if answer.model else f"{found}; loading the model…"
-
-
-def page_targets(answer: Any) -> list[dict[str, Any]]:
+def page_targets(answer: Answer) -> list[dict[str, Any]]:
     """The PDF pages an answer's passages come from, each with the text to highlight on it."""
     highlights = getattr(answer, "highlights", None) or {}
     targets = []
@@ -304,38 +130,37 @@ def status_markdown(stats: dict[str, Any]) -> str:
     return line
 
 
-def indexing_markdown(indexing: dict[str, Any]) -> str:
+def indexing_markdown(status: IndexStatus) -> str:
     """What the background indexer is doing, when that is worth a line."""
-    state = indexing.get("state")
-    if state == "indexing":
-        total = indexing.get("total") or 0
-        if not total:
+    if status.state == "indexing":
+        if not status.total:
             return "⏳ Indexing: checking the documents folder…"
-        return f"⏳ Indexing: {indexing.get('done', 0)} of {total} files…"
-    if state == "failed":
-        return f"⚠ Indexing failed: {html.escape(str(indexing.get('error') or 'see the server log'))}"
+        return f"⏳ Indexing: {status.done} of {status.total} files…"
+    if status.state == "failed":
+        return f"⚠ Indexing failed: {html.escape(str(status.error or 'see the server log'))}"
     return ""
 
 
-def index_panel_html(stats: dict[str, Any], indexing: dict[str, Any]) -> str:
+def index_run_html(status: IndexStatus) -> str:
+    if status.state == "indexing":
+        return f"indexing {status.done} of {status.total} files <progress value='{status.done}' max='{max(status.total, 1)}'></progress>"
+    if status.state == "failed":
+        return f"failed: {html.escape(str(status.error or ''))}"
+    run = "idle"
+    if status.finished:
+        finished = time.strftime("%H:%M:%S", time.localtime(status.finished))
+        run += f" — last run {finished}: {html.escape(str(status.summary or ''))}"
+    return run
+
+
+def index_panel_html(stats: dict[str, Any], status: IndexStatus) -> str:
     """The index in detail: counts, models, the last run, failed and skipped files with reasons."""
     kinds = ", ".join(f"{k or 'other'} {n}" for k, n in sorted(stats.get("files_by_type", {}).items()))
-    state = indexing.get("state", "idle")
-    if state == "indexing":
-        done, total = indexing.get("done", 0), indexing.get("total", 0)
-        run = f"indexing {done} of {total} files <progress value='{done}' max='{max(total, 1)}'></progress>"
-    elif state == "failed":
-        run = f"failed: {html.escape(str(indexing.get('error') or ''))}"
-    else:
-        run = "idle"
-        if indexing.get("finished"):
-            finished = time.strftime("%H:%M:%S", time.localtime(indexing["finished"]))
-            run += f" — last run {finished}: {html.escape(str(indexing.get('summary') or ''))}"
     rows = [
         ("Files", f"{stats['files']}" + (f" ({html.escape(kinds)})" if kinds else "")),
         ("Chunks", str(stats["chunks"])),
         ("Last indexed", html.escape(stats.get("last_indexed") or "never")),
-        ("Indexing", run),
+        ("Indexing", index_run_html(status)),
         ("Answer model", html.escape(stats["llm"])),
         ("Embedding model", html.escape(stats["embedding_model"])),
         ("Retrieval", html.escape(str(stats["retrieval_mode"]))),
@@ -353,140 +178,293 @@ def index_panel_html(stats: dict[str, Any], indexing: dict[str, Any]) -> str:
     return "".join(parts)
 
 
-def indexed_sources(rag: Any) -> list[str]:
-    return sorted(rag.indexer.manifest.files)
+def indexed_sources(rag: RAGSystem) -> list[str]:
+    return [d.source for d in rag.documents() if d.state == "indexed"]
 
 
-def upload_report_html(added: list[str], refused: list[str], rag: Any, error: str | None) -> str:
+def upload_report_html(added: list[str], refused: list[str], documents: list[DocumentStatus], error: str | None) -> str:
     """What became of each uploaded file: indexed with its chunks, failed or skipped with why, or refused."""
-    manifest = rag.indexer.manifest
+    known = {d.source: d for d in documents}
     items = []
     for name in added:
-        record = manifest.files.get(name)
-        if record is not None:
-            chunks = len(record.chunk_ids)
-            items.append(f"<li>✓ Added <code>{html.escape(name)}</code> ({chunks} chunk{'' if chunks == 1 else 's'})</li>")
-        elif name in manifest.failed:
-            items.append(f"<li>⚠ Saved <code>{html.escape(name)}</code> but could not index it: {html.escape(manifest.failed[name].reason)}</li>")
-        elif name in manifest.skipped:
-            items.append(f"<li>⚠ Saved <code>{html.escape(name)}</code> but skipped it: {html.escape(manifest.skipped[name])}</li>")
-        else:
+        doc = known.get(name)
+        if doc is None:
             items.append(f"<li>Saved <code>{html.escape(name)}</code>; it is being indexed</li>")
+        elif doc.state == "indexed":
+            items.append(f"<li>✓ Added <code>{html.escape(name)}</code> ({doc.chunks} chunk{'' if doc.chunks == 1 else 's'})</li>")
+        elif doc.state == "failed":
+            items.append(f"<li>⚠ Saved <code>{html.escape(name)}</code> but could not index it: {html.escape(doc.reason)}</li>")
+        else:
+            items.append(f"<li>⚠ Saved <code>{html.escape(name)}</code> but skipped it: {html.escape(doc.reason)}</li>")
     items += [f"<li>✗ Refused {html.escape(reason)}</li>" for reason in refused]
     if error:
         items.append(f"<li>⚠ Indexing failed: {html.escape(error)}</li>")
     return f"<ul class='docqa-upload-report'>{''.join(items)}</ul>"
 
 
-# ---------------------------------------------------------------- the app
+def removal_question_html(source: str) -> str:
+    return (
+        f"<p>Delete <code>{html.escape(source)}</code> from the documents folder and the index? "
+        "This cannot be undone.</p>"
+    )
 
 
-def build_app(rag: Any) -> Any:
+def too_many_questions(per_minute: int, wait_s: float) -> Message:
+    return {"role": "assistant", "content": (
+        f"Too many questions: at most {per_minute} a minute (RATE_LIMIT_PER_MINUTE). Try again in {wait_s:.0f} s."
+    )}
+
+
+# ---------------------------------------------------------------- the layout
+
+
+@dataclass
+class AskTab:
+    chat: gr.Chatbot
+    box: gr.Textbox
+    send: gr.Button
+    clear: gr.Button
+    copy: gr.Button
+    copy_text: gr.Textbox
+    examples: list[gr.Button]
+    files: gr.Dropdown
+    sources: gr.HTML
+    page_pick: gr.Dropdown
+    page_view: gr.HTML
+
+
+@dataclass
+class DocumentsTab:
+    uploader: gr.File
+    upload_report: gr.HTML
+    remove_pick: gr.Dropdown
+    remove_ask: gr.Button
+    confirm: gr.Group
+    confirm_text: gr.HTML
+    remove_yes: gr.Button
+    remove_no: gr.Button
+    remove_report: gr.HTML
+    index_panel: gr.HTML
+
+
+@dataclass
+class Page:
+    """Every component the handlers read or change."""
+
+    status: gr.Markdown
+    indexing_note: gr.Markdown
+    turns: gr.State  # the chat as shown
+    history: gr.State  # the same turns as plain text, for follow-up questions
+    targets: gr.State  # the PDF pages of the latest answer
+    seen: gr.State  # the indexer state the page last showed
+    timer: gr.Timer
+    ask: AskTab
+    docs: DocumentsTab
+
+    def listings(self) -> list[Any]:
+        """What shows the index: refreshed after a sync, an upload or a removal."""
+        return [self.status, self.indexing_note, self.docs.index_panel, self.ask.files, self.docs.remove_pick]
+
+
+def ask_tab(sources: list[str]) -> AskTab:
     import gradio as gr
 
-    from rag_system import answer_as_text
+    with gr.Tab("Ask", id="ask"), gr.Row():
+        with gr.Column(scale=3):
+            chat = gr.Chatbot(
+                label="Answer",
+                elem_id="docqa-chat",
+                height=460,
+                # Defence in depth: model text reaches the chat escaped already.
+                sanitize_html=True,
+                allow_tags=False,
+                latex_delimiters=[],
+                # Gradio's copy buttons would copy our link and <mark> markup; "Copy answer"
+                # copies the answer and its sources as plain text instead.
+                buttons=[],
+                feedback_options=None,
+            )
+            box = gr.Textbox(placeholder="Ask a question about your documents…", show_label=False, elem_id="docqa-question")
+            with gr.Row():
+                send = gr.Button("Ask", variant="primary", elem_id="docqa-ask")
+                clear = gr.Button("New chat", elem_id="docqa-new-chat")
+                copy = gr.Button("Copy answer", elem_id="docqa-copy")
+            copy_text = gr.Textbox(visible=False, elem_id="docqa-copy-text")
+            gr.Markdown("**Example questions**")
+            with gr.Row():
+                examples = [gr.Button(q, size="sm", elem_classes=["docqa-example"]) for q in EXAMPLE_QUESTIONS]
+        with gr.Column(scale=2):
+            files = gr.Dropdown(
+                choices=sources, multiselect=True, label="Only these documents (optional)", elem_id="docqa-filter"
+            )
+            gr.Markdown("**Sources**")
+            source_box = gr.HTML(NO_SOURCES, elem_id="docqa-sources")
+            page_pick = gr.Dropdown(
+                label="Show a PDF page with the passage highlighted", visible=False, elem_id="docqa-page-pick"
+            )
+            page_view = gr.HTML("", elem_id="docqa-page")
+    return AskTab(chat, box, send, clear, copy, copy_text, examples, files, source_box, page_pick, page_view)
 
-    limiter = RateLimiter(rag.settings.rate_limit_per_minute)
+
+def documents_tab() -> DocumentsTab:
+    import gradio as gr
+
+    with gr.Tab("Documents", id="documents"), gr.Row():
+        with gr.Column():
+            uploader = gr.File(file_count="multiple", label="Add documents (drop several files)", elem_id="docqa-upload")
+            upload_report = gr.HTML("", elem_id="docqa-upload-report")
+            remove_pick = gr.Dropdown(label="Remove a document", elem_id="docqa-remove-pick")
+            remove_ask = gr.Button("Remove…", elem_id="docqa-remove")
+            with gr.Group(visible=False) as confirm:
+                confirm_text = gr.HTML("")
+                with gr.Row():
+                    remove_yes = gr.Button("Delete it", variant="stop", elem_id="docqa-remove-confirm")
+                    remove_no = gr.Button("Cancel", elem_id="docqa-remove-cancel")
+            remove_report = gr.HTML("", elem_id="docqa-remove-report")
+        with gr.Column():
+            gr.Markdown("**Index**")
+            index_panel = gr.HTML("", elem_id="docqa-index")
+    return DocumentsTab(
+        uploader, upload_report, remove_pick, remove_ask, confirm, confirm_text, remove_yes, remove_no, remove_report, index_panel
+    )
+
+
+def layout(rag: RAGSystem) -> Page:
+    """The page's components, inside an open gr.Blocks."""
+    import gradio as gr
+
+    gr.Markdown("# docqa\nAsk questions about the files in your documents folder. Answers cite their sources.")
+    status = gr.Markdown(elem_id="docqa-status")
+    indexing_note = gr.Markdown(elem_id="docqa-indexing")
+    turns, history, targets, seen = gr.State([]), gr.State([]), gr.State([]), gr.State(None)
+    with gr.Tabs():
+        ask = ask_tab(indexed_sources(rag))
+        docs = documents_tab()
+    return Page(status, indexing_note, turns, history, targets, seen, gr.Timer(STATUS_POLL_S), ask, docs)
+
+
+# ---------------------------------------------------------------- the handlers
+
+
+class Handlers:
+    """The page's events. Each returns {component: value} for what it changes.
+
+    Their annotations are read by Gradio at run time (it looks for gr.Request), so they
+    name only what this module defines at run time.
+    """
+
+    def __init__(self, rag: RAGSystem, page: Page) -> None:
+        self.rag = rag
+        self.page = page
+        self.limiter = RateLimiter(rag.settings.rate_limit_per_minute)
 
     def respond(
-        question: str | None, turns: list[Message], history: list[Message], files: list[str] | None,
-        request: gr.Request = None,
-    ) -> Iterator[tuple[Any, ...]]:
-        """Stream one answer with the chat so far as its history.
+        self, question: str | None, turns: list[Message], history: list[Message], files: list[str] | None,
+        request: Any = None,
+    ) -> Iterator[Update]:
+        """Stream one answer with the chat so far as its history: the sources once, then the chat token by token."""
+        import gradio as gr
 
-        Outputs: chat, turns, history, sources, question box, status, copy text, page picker,
-        page view, page targets.
-        """
+        p, a = self.page, self.page.ask
         question = (question or "").strip()
         if not question:
-            yield (gr.skip(),) * 10
+            yield {a.chat: gr.skip()}
             return
         asked = [*turns, {"role": "user", "content": safe_markdown(question)}]
-        wait = limiter.wait_s(client_id(request))
+        wait = self.limiter.wait_s(client_id(request))
         if wait:
-            note = {"role": "assistant", "content": (
-                f"Too many questions: at most {limiter.per_minute} a minute (RATE_LIMIT_PER_MINUTE). "
-                f"Try again in {wait:.0f} s."
-            )}
-            yield (*(([*asked, note],) * 2), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip())
+            chat = [*asked, too_many_questions(self.limiter.per_minute, wait)]
+            yield {a.chat: chat, p.turns: chat}
             return
         where = {"source": list(files)} if files else None
         shown_passages = False
-        for answer in rag.stream_answer(question, where=where, history=history):
+        for answer in self.rag.stream_answer(question, where=where, history=history):
             chat = [*asked, answer_message(answer)]
             if answer.done:
-                # The model sees earlier turns as plain text; a failed answer is left out.
-                said = [] if answer.error else [
-                    {"role": "user", "content": question}, {"role": "assistant", "content": answer.text}
-                ]
-                targets = page_targets(answer)
-                yield (
-                    chat, chat, [*history, *said], sources_html(answer), gr.skip(), status_markdown(rag.stats()),
-                    answer_as_text(answer),
-                    gr.update(choices=[(t["label"], i) for i, t in enumerate(targets)], value=None, visible=bool(targets)),
-                    "", targets,
-                )
+                yield {a.chat: chat, p.turns: chat, **self.answered(answer, history)}
             elif not shown_passages:
                 shown_passages = True
-                yield chat, chat, gr.skip(), sources_html(answer), "", gr.skip(), "", gr.update(visible=False), "", []
+                yield {
+                    a.chat: chat, p.turns: chat, a.sources: sources_html(answer), a.box: "", a.copy_text: "",
+                    a.page_pick: gr.update(visible=False), a.page_view: "", p.targets: [],
+                }
             else:
-                # Token by token only the chat changes: the sources were sent once already.
-                yield chat, chat, gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+                yield {a.chat: chat, p.turns: chat}
 
-    # Annotations are strings here (__future__), and gr is a local name: point Gradio at the real class.
-    respond.__annotations__["request"] = gr.Request
+    def answered(self, answer: Answer, history: list[Message]) -> Update:
+        """Everything but the chat once an answer is complete."""
+        import gradio as gr
 
-    def new_chat() -> tuple[Any, ...]:
-        return [], [], [], NO_SOURCES, "", "", gr.update(choices=[], value=None, visible=False), "", []
+        p, a = self.page, self.page.ask
+        targets = page_targets(answer)
+        return {
+            p.history: self.rag.history_after(history, answer),
+            a.sources: sources_html(answer),
+            p.status: status_markdown(self.rag.stats()),
+            a.copy_text: answer_as_text(answer),
+            a.page_pick: gr.update(choices=[(t["label"], i) for i, t in enumerate(targets)], value=None, visible=bool(targets)),
+            a.page_view: "",
+            p.targets: targets,
+        }
 
-    def show_page(choice: int | None, targets: list[dict[str, Any]]) -> str:
+    def new_chat(self) -> Update:
+        import gradio as gr
+
+        p, a = self.page, self.page.ask
+        return {
+            a.chat: [], p.turns: [], p.history: [], a.sources: NO_SOURCES, a.box: "", a.copy_text: "",
+            a.page_pick: gr.update(choices=[], value=None, visible=False), a.page_view: "", p.targets: [],
+        }
+
+    def show_page(self, choice: int | None, targets: list[dict[str, Any]]) -> Update:
+        view = self.page.ask.page_view
         if choice is None or not 0 <= choice < len(targets):
-            return ""
+            return {view: ""}
         target = targets[choice]
         try:
-            from page_images import render_page_png
-
-            png = render_page_png(rag.settings, target["source"], target["page"], target["texts"])
+            png = self.rag.page_image(target["source"], target["page"], target["texts"])
         except ImportError:
-            return "<p class='docqa-note'>Page images are not available in this version of docqa.</p>"
+            return {view: "<p class='docqa-note'>Page images are not available in this version of docqa.</p>"}
         except DocqaError as exc:
-            return f"<p class='docqa-note'>⚠ {html.escape(str(exc))}</p>"
-        return page_image_html(png, target["label"])
+            return {view: f"<p class='docqa-note'>⚠ {html.escape(str(exc))}</p>"}
+        return {view: page_image_html(png, target["label"])}
 
-    def refresh(files: list[str] | None, removing: str | None) -> tuple[Any, ...]:
+    def refresh(self, files: list[str] | None, removing: str | None) -> Update:
         """Status, index panel and the two document lists as the index is now; choices kept if still there."""
-        stats = rag.stats()
-        sources = indexed_sources(rag)
-        return (
-            status_markdown(stats),
-            indexing_markdown(rag.indexing),
-            index_panel_html(stats, rag.indexing),
-            gr.update(choices=sources, value=[f for f in files or [] if f in sources]),
-            gr.update(choices=sources, value=removing if removing in sources else None),
-        )
+        import gradio as gr
 
-    def poll(seen: tuple[Any, ...] | None, files: list[str] | None, removing: str | None) -> tuple[Any, ...]:
+        p = self.page
+        stats, status, sources = self.rag.stats(), self.rag.index_status(), indexed_sources(self.rag)
+        return {
+            p.status: status_markdown(stats),
+            p.indexing_note: indexing_markdown(status),
+            p.docs.index_panel: index_panel_html(stats, status),
+            p.ask.files: gr.update(choices=sources, value=[f for f in files or [] if f in sources]),
+            p.docs.remove_pick: gr.update(choices=sources, value=removing if removing in sources else None),
+        }
+
+    def poll(self, seen: tuple[Any, ...] | None, files: list[str] | None, removing: str | None) -> Update:
         """On load, then every few seconds: nothing unless the background indexer moved on.
 
         While a sync runs only the progress line changes; stats are read once it is over.
         """
-        indexing = rag.indexing
-        now = (indexing.get("state"), indexing.get("done"), indexing.get("total"), indexing.get("finished"))
-        if now == seen:
-            return (gr.skip(),) * 6
-        if now[0] == "indexing" and seen is not None:
-            return gr.skip(), indexing_markdown(indexing), gr.skip(), gr.skip(), gr.skip(), now
-        return (*refresh(files, removing), now)
+        import gradio as gr
 
-    def upload(
-        paths: list[str] | None, files: list[str] | None, removing: str | None, progress: Any = gr.Progress()
-    ) -> tuple[Any, ...]:
+        status = self.rag.index_status()
+        now = (status.state, status.done, status.total, status.finished)
+        if now == seen:
+            return {self.page.seen: gr.skip()}
+        if status.state == "indexing" and seen is not None:
+            return {self.page.indexing_note: indexing_markdown(status), self.page.seen: now}
+        return {**self.refresh(files, removing), self.page.seen: now}
+
+    def upload(self, paths: list[str] | None, files: list[str] | None, removing: str | None, progress: Any) -> Update:
         """Save each file into the documents folder, index once, report what became of each."""
         added, refused, error = [], [], None
         for path in paths or []:
             name = Path(path).name  # Gradio keeps the browser's file name, minus unsafe characters
             try:
-                added.append(rag.add_upload(name, Path(path)))
+                added.append(self.rag.add_upload(name, Path(path)))
             except DocqaError as exc:
                 refused.append(str(exc))
             except OSError as exc:
@@ -495,132 +473,100 @@ def build_app(rag: Any) -> Any:
                 Path(path).unlink(missing_ok=True)  # no copy of a private file left in Gradio's cache
         if added:
             try:
-                rag.index(progress=lambda stage, done, total: progress((done, total), desc=f"Indexing: {stage}", unit="files"))
+                self.rag.index(progress=lambda stage, done, total: progress((done, total), desc=f"Indexing: {stage}", unit="files"))
             except DocqaError as exc:
                 error = str(exc)
             except Exception:
                 log.exception("Indexing uploads failed")
                 error = "unexpected error, see the server log"
-        return (None, upload_report_html(added, refused, rag, error), *refresh(files, removing))
+        d = self.page.docs
+        report = upload_report_html(added, refused, self.rag.documents(), error)
+        return {d.uploader: None, d.upload_report: report, **self.refresh(files, removing)}
 
-    def ask_removal(source: str | None) -> tuple[Any, ...]:
-        if not source:
-            return gr.update(visible=False), "<p class='docqa-note'>Choose a document to remove first.</p>"
-        return gr.update(visible=True), (
-            f"<p>Delete <code>{html.escape(source)}</code> from the documents folder and the index? "
-            "This cannot be undone.</p>"
-        )
+    def ask_removal(self, source: str | None) -> Update:
+        import gradio as gr
 
-    def remove(source: str | None, files: list[str] | None) -> tuple[Any, ...]:
+        d = self.page.docs
         if not source:
-            return (gr.update(visible=False), "", *(gr.skip(),) * 5)
+            return {d.confirm: gr.update(visible=False), d.confirm_text: "<p class='docqa-note'>Choose a document to remove first.</p>"}
+        return {d.confirm: gr.update(visible=True), d.confirm_text: removal_question_html(source)}
+
+    def cancel_removal(self) -> Update:
+        import gradio as gr
+
+        return {self.page.docs.confirm: gr.update(visible=False), self.page.docs.confirm_text: ""}
+
+    def remove(self, source: str | None, files: list[str] | None) -> Update:
+        import gradio as gr
+
+        d = self.page.docs
+        if not source:
+            return {d.confirm: gr.update(visible=False), d.remove_report: ""}
         try:
-            rag.remove_document(source)
+            self.rag.remove_document(source)
         except (DocqaError, OSError) as exc:
-            return (gr.update(visible=False), f"<p>⚠ {html.escape(str(exc))}</p>", *(gr.skip(),) * 5)
+            return {d.confirm: gr.update(visible=False), d.remove_report: f"<p>⚠ {html.escape(str(exc))}</p>"}
         note = f"<p>✓ Removed <code>{html.escape(source)}</code> from the index and the documents folder.</p>"
-        return (gr.update(visible=False), note, *refresh(files, None))
+        return {d.confirm: gr.update(visible=False), d.remove_report: note, **self.refresh(files, None)}
 
+
+# ---------------------------------------------------------------- the app
+
+
+def wire_ask(page: Page, handlers: Handlers) -> None:
+    """The Ask tab's events: questions (the /ask endpoint), a new chat, copying, PDF pages."""
+    a = page.ask
+    outputs = [a.chat, page.turns, page.history, a.sources, a.box, page.status, a.copy_text, a.page_pick, a.page_view, page.targets]
+    inputs = [a.box, page.turns, page.history, a.files]
+    a.send.click(handlers.respond, inputs, outputs, api_name="ask")
+    a.box.submit(handlers.respond, inputs, outputs, api_visibility="private")
+    for button in a.examples:
+        # A button given as an input passes its label: the question itself.
+        button.click(handlers.respond, [button, page.turns, page.history, a.files], outputs, api_visibility="private")
+    cleared = [a.chat, page.turns, page.history, a.sources, a.box, a.copy_text, a.page_pick, a.page_view, page.targets]
+    a.clear.click(handlers.new_chat, None, cleared, api_visibility="private")
+    # The chat's own trash button empties the chat; forget the conversation with it.
+    a.chat.clear(handlers.new_chat, None, cleared, api_visibility="private")
+    a.copy.click(None, [a.copy_text], None, js=COPY_JS, api_visibility="private")
+    a.page_pick.input(handlers.show_page, [a.page_pick, page.targets], [a.page_view], api_visibility="private")
+
+
+def wire_documents(app: gr.Blocks, page: Page, handlers: Handlers) -> None:
+    """Status polling, uploads and removals."""
+    import gradio as gr
+
+    d, listings = page.docs, page.listings()
+    polled = [page.seen, page.ask.files, d.remove_pick]
+    app.load(handlers.poll, polled, [*listings, page.seen], api_visibility="private")
+    # Not queued: a poll is a read of the indexer's state, and must not wait behind answers being generated.
+    page.timer.tick(handlers.poll, polled, [*listings, page.seen], api_visibility="private", queue=False)
+
+    def upload(paths: list[str] | None, files: list[str] | None, removing: str | None, progress: Any = gr.Progress()) -> Update:  # noqa: B008  (Gradio finds its tracker by this default)
+        return handlers.upload(paths, files, removing, progress)
+
+    d.uploader.upload(upload, [d.uploader, page.ask.files, d.remove_pick], [d.uploader, d.upload_report, *listings], api_visibility="private")
+    d.remove_ask.click(handlers.ask_removal, [d.remove_pick], [d.confirm, d.confirm_text], api_visibility="private")
+    d.remove_no.click(handlers.cancel_removal, None, [d.confirm, d.confirm_text], api_visibility="private")
+    d.remove_yes.click(handlers.remove, [d.remove_pick, page.ask.files], [d.confirm, d.remove_report, *listings], api_visibility="private")
+
+
+def build_app(rag: RAGSystem) -> gr.Blocks:
+    import gradio as gr
+
+    # Annotations are strings here (__future__) and gradio is imported late: point Gradio at the real class.
+    Handlers.respond.__annotations__["request"] = gr.Request
     with gr.Blocks(title="docqa", analytics_enabled=False) as app:
-        gr.Markdown("# docqa\nAsk questions about the files in your documents folder. Answers cite their sources.")
-        status = gr.Markdown(elem_id="docqa-status")
-        indexing_note = gr.Markdown(elem_id="docqa-indexing")
-        turns = gr.State([])  # the chat as shown
-        history = gr.State([])  # the same turns as plain text, for follow-up questions
-        targets = gr.State([])  # the PDF pages of the latest answer
-        seen = gr.State(None)  # the indexer state the page last showed
-        with gr.Tabs():
-            with gr.Tab("Ask", id="ask"):
-                with gr.Row():
-                    with gr.Column(scale=3):
-                        chat = gr.Chatbot(
-                            label="Answer",
-                            elem_id="docqa-chat",
-                            height=460,
-                            # Defence in depth: model text reaches the chat escaped already.
-                            sanitize_html=True,
-                            allow_tags=False,
-                            latex_delimiters=[],
-                            # Gradio's copy buttons would copy our link and <mark> markup; "Copy answer"
-                            # copies the answer and its sources as plain text instead.
-                            buttons=[],
-                            feedback_options=None,
-                        )
-                        box = gr.Textbox(
-                            placeholder="Ask a question about your documents…", show_label=False, elem_id="docqa-question"
-                        )
-                        with gr.Row():
-                            send = gr.Button("Ask", variant="primary", elem_id="docqa-ask")
-                            clear = gr.Button("New chat", elem_id="docqa-new-chat")
-                            copy = gr.Button("Copy answer", elem_id="docqa-copy")
-                        copy_text = gr.Textbox(visible=False, elem_id="docqa-copy-text")
-                        gr.Markdown("**Example questions**")
-                        with gr.Row():
-                            example_buttons = [
-                                gr.Button(q, size="sm", elem_classes=["docqa-example"]) for q in EXAMPLE_QUESTIONS
-                            ]
-                    with gr.Column(scale=2):
-                        files = gr.Dropdown(
-                            choices=indexed_sources(rag), multiselect=True, label="Only these documents (optional)",
-                            elem_id="docqa-filter",
-                        )
-                        gr.Markdown("**Sources**")
-                        source_box = gr.HTML(NO_SOURCES, elem_id="docqa-sources")
-                        page_pick = gr.Dropdown(
-                            label="Show a PDF page with the passage highlighted", visible=False, elem_id="docqa-page-pick"
-                        )
-                        page_view = gr.HTML("", elem_id="docqa-page")
-            with gr.Tab("Documents", id="documents"):
-                with gr.Row():
-                    with gr.Column():
-                        uploader = gr.File(
-                            file_count="multiple", label="Add documents (drop several files)", elem_id="docqa-upload"
-                        )
-                        upload_report = gr.HTML("", elem_id="docqa-upload-report")
-                        remove_pick = gr.Dropdown(label="Remove a document", elem_id="docqa-remove-pick")
-                        remove_ask = gr.Button("Remove…", elem_id="docqa-remove")
-                        with gr.Group(visible=False) as confirm:
-                            confirm_text = gr.HTML("")
-                            with gr.Row():
-                                remove_yes = gr.Button("Delete it", variant="stop", elem_id="docqa-remove-confirm")
-                                remove_no = gr.Button("Cancel", elem_id="docqa-remove-cancel")
-                        remove_report = gr.HTML("", elem_id="docqa-remove-report")
-                    with gr.Column():
-                        gr.Markdown("**Index**")
-                        index_panel = gr.HTML("", elem_id="docqa-index")
-        timer = gr.Timer(STATUS_POLL_S)
-
-        outputs = [chat, turns, history, source_box, box, status, copy_text, page_pick, page_view, targets]
-        inputs = [box, turns, history, files]
-        send.click(respond, inputs, outputs, api_name="ask")
-        box.submit(respond, inputs, outputs, api_visibility="private")
-        for button in example_buttons:
-            # A button given as an input passes its label: the question itself.
-            button.click(respond, [button, turns, history, files], outputs, api_visibility="private")
-        cleared = [chat, turns, history, source_box, box, copy_text, page_pick, page_view, targets]
-        clear.click(new_chat, None, cleared, api_visibility="private")
-        # The chat's own trash button empties the chat; forget the conversation with it.
-        chat.clear(new_chat, None, cleared, api_visibility="private")
-        copy.click(None, [copy_text], None, js=COPY_JS, api_visibility="private")
-        page_pick.input(show_page, [page_pick, targets], page_view, api_visibility="private")
-
-        listings = [status, indexing_note, index_panel, files, remove_pick]
-        app.load(poll, [seen, files, remove_pick], [*listings, seen], api_visibility="private")
-        # Not queued: a poll is a dict read, and must not wait behind answers being generated.
-        timer.tick(poll, [seen, files, remove_pick], [*listings, seen], api_visibility="private", queue=False)
-        uploader.upload(
-            upload, [uploader, files, remove_pick], [uploader, upload_report, *listings], api_visibility="private"
-        )
-        remove_ask.click(ask_removal, remove_pick, [confirm, confirm_text], api_visibility="private")
-        remove_no.click(lambda: (gr.update(visible=False), ""), None, [confirm, confirm_text], api_visibility="private")
-        remove_yes.click(remove, [remove_pick, files], [confirm, remove_report, *listings], api_visibility="private")
+        page = layout(rag)
+        handlers = Handlers(rag, page)
+        wire_ask(page, handlers)
+        wire_documents(app, page, handlers)
     return app
 
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
-def load_auth(settings: Any) -> list[tuple[str, str]]:
+def load_auth(settings: Settings) -> list[tuple[str, str]]:
     """Users from DOCQA_AUTH ("user:password", comma-separated) and DOCQA_AUTH_FILE (a line each)."""
     entries = [e for e in settings.docqa_auth.split(",") if e.strip()]
     if settings.docqa_auth_file:
@@ -669,7 +615,7 @@ def client_id(request: Any) -> str:
     return f"{user}@{host}" if user else host
 
 
-def serve(rag: Any) -> None:
+def serve(rag: RAGSystem) -> None:
     s = rag.settings
     users = load_auth(s)
     if s.gradio_server_name not in LOOPBACK and not users:

@@ -15,10 +15,11 @@ import numpy as np
 import pytest
 from conftest import THINKPYTHON_PDF, THINKPYTHON_QA, module_settings, rag_with, require
 
+from answer_render import answer_as_text
 from config import load_settings
 from grounding import PassageSentences, assess_relevance, check_grounding, split_sentences
 from llm_handler import REFUSAL
-from rag_system import Answer, answer_as_text
+from rag_system import Answer
 from retriever import Passage
 from text_splitter import Chunk
 

@@ -57,11 +57,11 @@ def test_watched_folder_follows_add_modify_rename_delete_and_folders(rag):
 
     (docs / "kingfishers.md").unlink()
     shutil.rmtree(docs / "trips")
-    wait_until(lambda: rag.keywords.count() == 0 and rag.indexing["state"] == "idle", what="deleted files to leave the index")
+    wait_until(lambda: rag.keywords.count() == 0 and rag.index_status().state == "idle", what="deleted files to leave the index")
     time.sleep(1.5)  # let a trailing debounced sync finish
-    wait_until(lambda: rag.indexing["state"] == "idle", what="indexing to finish")
+    wait_until(lambda: rag.index_status().state == "idle", what="indexing to finish")
     assert rag.indexer.check() == []
-    assert rag.indexing.get("finished")
+    assert rag.index_status().finished
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,310 @@
+"""An answer and its passages as text, markdown and HTML; the rules the front ends share.
+
+One owner for each rule that more than one module applies: how a passage's place is
+written (`place`), what a citation looks like (`CITATION`, read by grounding too) and
+when an answer is a refusal (`is_refusal`, used by RAGSystem and the evaluation).
+
+Everything from a document or the model is shown as text, never as markup. HTML is built
+from `html.escape`d pieces; chat markdown can carry no HTML or image from the model (see
+`safe_markdown`). The only markup added is our own, after escaping: `[n]` citations become
+links to the source cards, and unsupported sentences are wrapped in `<mark>`.
+
+It imports nothing of docqa's but the refusal sentence, so the core and the front ends can
+both use it; answers and passages are read through the small protocols below.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from llm_handler import REFUSAL
+
+CITATION = re.compile(r"\[(\d+)\]")
+"""A citation as the prompt asks for it: one passage number in brackets, "[2]". A list such
+as "[1, 2]" is not one: in an answer it is more often Python than a citation."""
+CITATION_IN_MARKDOWN = re.compile(r"(?<!\\)" + CITATION.pattern)  # not the "\[" of an escaped image
+CODE = re.compile(r"(```.*?(?:```|$)|`[^`\n]*`)", re.DOTALL)
+BLOCK_PREFIX = re.compile(r"^\s*(?:(?:[-*+•]|\d+[.)]|#{1,6}|>)\s+)*")
+MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
+MARKDOWN_HEADING = re.compile(r"^#{1,6} ", re.MULTILINE)  # the heading path is shown on its own line
+SNIPPET_CHARS = 400
+SNIPPET_LEAD_CHARS = 100  # context kept before the first highlight when a passage is cut
+CLI_SNIPPET_CHARS = 160
+UNSUPPORTED_NOTE = "Not found in the sources"
+NO_MODEL = "no model used"  # the footer of an answer docqa gave without the LLM (a refusal, the file list)
+
+
+class Placed(Protocol):
+    """What `place` needs of a passage (retriever.Passage has it)."""
+
+    @property
+    def source(self) -> str: ...
+    @property
+    def location(self) -> str: ...
+
+
+class PassageView(Placed, Protocol):
+    """A retrieved passage as the renderers read it."""
+
+    @property
+    def heading_path(self) -> list[str]: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def score(self) -> float: ...
+    @property
+    def found_by(self) -> Mapping[str, int]: ...
+
+
+class AnswerView(Protocol):
+    """An answer as the renderers read it (rag_system.Answer has it); the optional fields are read with getattr."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def done(self) -> bool: ...
+    @property
+    def timings(self) -> Mapping[str, float]: ...
+    @property
+    def passages(self) -> Sequence[PassageView]: ...
+
+
+# ---------------------------------------------------------------- the shared rules
+
+
+def place(passage: Placed, separator: str = ", ") -> str:
+    """Where a passage comes from, as a reader would cite it: "notes.md, page 3", "notes.md, Setup"."""
+    return f"{passage.source}{separator}{passage.location}" if passage.location else passage.source
+
+
+def heading_note(passage: PassageView) -> str:
+    """The passage's heading path, when its place does not already say it; "" otherwise."""
+    heading = " > ".join(passage.heading_path)
+    return heading if heading != passage.location else ""
+
+
+def found_by_text(passage: PassageView) -> str:
+    """Which searches found the passage, at which rank: "bm25 #1, vector #3"."""
+    return ", ".join(f"{k} #{v}" for k, v in sorted(passage.found_by.items()))
+
+
+def cited_numbers(text: str, count: int) -> list[int]:
+    """The passage numbers, 1 to `count`, that the text cites, in order and once each."""
+    return sorted({int(n) for n in CITATION.findall(text) if 1 <= int(n) <= count})
+
+
+def is_refusal(text: str) -> bool:
+    """Whether an answer declines: it opens with the refusal the prompt asks for."""
+    opening = " ".join(text.split())[: len(REFUSAL) + 40].lower()
+    return REFUSAL.lower().rstrip(".") in opening
+
+
+# ---------------------------------------------------------------- plain text
+
+
+def answer_as_text(answer: AnswerView) -> str:
+    """The answer and its citations as plain text, for the copy button: "[1] file, page 3".
+
+    Lists the passages the answer cites, or all of them when it cites none (a refusal
+    lists the closest passages; the packaged model rarely cites).
+    """
+    text = answer.text.strip()
+    if not answer.passages:
+        return text
+    numbers = cited_numbers(text, len(answer.passages)) or list(range(1, len(answer.passages) + 1))
+    lines = []
+    for n in numbers:
+        p = answer.passages[n - 1]
+        heading = heading_note(p)
+        lines.append(f"[{n}] {place(p)}" + (f" ({heading})" if heading else ""))
+    return f"{text}\n\nSources:\n" + "\n".join(lines)
+
+
+def source_line(n: int, passage: PassageView) -> str:
+    """One source as the command line prints it: its place, heading, score and the start of its text."""
+    heading = heading_note(passage)
+    snippet = " ".join(passage.text.split())[:CLI_SNIPPET_CHARS]
+    return (
+        f"[{n}] {place(passage)}" + (f" [{heading}]" if heading else "")
+        + f"  score {passage.score:.4f} ({found_by_text(passage)})\n    {snippet}"
+    )
+
+
+# ---------------------------------------------------------------- chat markdown
+
+
+def safe_markdown(text: str) -> str:
+    """Model output as markdown that cannot run or load anything: no raw HTML, no images.
+
+    Every HTML construct (tag, comment, autolink) starts with "<", so escaping it leaves
+    none; "![" is the only markdown that loads a resource. "&" stays, so an answer's
+    `a && b` reads right inside a code span; an entity can only ever spell text.
+    """
+    text = text.replace("<", "&lt;")
+    return text.replace("![", "!\\[")
+
+
+def literal_markdown(text: str) -> str:
+    """Text shown exactly as written: markdown punctuation escaped, no HTML."""
+    return MARKDOWN_PUNCTUATION.sub(r"\\\1", text).replace("<", "&lt;")
+
+
+def link_citations(markdown: str, count: int) -> str:
+    """Each [n] citing one of `count` sources links to its card; code is left alone.
+
+    Runs on escaped markdown and only ever adds links built from digits.
+    """
+
+    def link(m: re.Match[str]) -> str:
+        n = int(m[1])
+        return f"[\\[{n}\\]](#source-{n})" if 1 <= n <= count else m[0]
+
+    pieces = CODE.split(markdown)
+    return "".join(piece if i % 2 else CITATION_IN_MARKDOWN.sub(link, piece) for i, piece in enumerate(pieces))
+
+
+def find_spans(text: str, needles: list[str]) -> list[tuple[int, int]]:
+    """Where each needle occurs in text (first occurrence), sorted and merged."""
+    spans = []
+    lowered = None
+    for needle in needles:
+        needle = needle.strip()
+        if not needle:
+            continue
+        start = text.find(needle)
+        if start < 0:
+            lowered = lowered if lowered is not None else text.lower()
+            start = lowered.find(needle.lower())
+        if start >= 0:
+            spans.append((start, start + len(needle)))
+    merged: list[tuple[int, int]] = []
+    for s, e in sorted(spans):
+        if merged and s <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(e, merged[-1][1]))
+        else:
+            merged.append((s, e))
+    return merged
+
+
+def mark_unsupported(text: str) -> str:
+    """An unsupported stretch of the answer, marked line by line so lists and headings survive."""
+    lines = []
+    for line in text.split("\n"):
+        prefix = BLOCK_PREFIX.match(line)[0]  # type: ignore[index]  # matches empty at worst
+        body = line[len(prefix) :]
+        lines.append(
+            prefix + (f"<mark class='docqa-unsupported' title='{UNSUPPORTED_NOTE}'>{safe_markdown(body)}</mark>" if body.strip() else "")
+        )
+    return "\n".join(lines)
+
+
+def answer_markdown(answer: AnswerView) -> str:
+    """The answer as chat markdown: citations linked, unsupported sentences marked, search shown."""
+    text = answer.text
+    unsupported = find_spans(text, list(getattr(answer, "unsupported", None) or [])) if answer.done else []
+    pieces, pos = [], 0
+    for s, e in unsupported:
+        pieces += [safe_markdown(text[pos:s]), mark_unsupported(text[s:e])]
+        pos = e
+    pieces.append(safe_markdown(text[pos:]))
+    out = link_citations("".join(pieces), len(answer.passages)) or "…"
+    if unsupported:
+        out += f"\n\n<span class='docqa-note'>⚠ Underlined sentences: {UNSUPPORTED_NOTE.lower()}.</span>"
+    searched = searched_for(answer)
+    if searched:
+        out += f"\n\n<span class='docqa-note'>Searched for: {literal_markdown(searched)}</span>"
+    if answer.done:
+        out += f"\n\n*— {safe_markdown(answer.model) if answer.model else NO_MODEL}*"
+    return out
+
+
+def searched_for(answer: AnswerView) -> str:
+    """What retrieval searched for, when it is not the question as asked."""
+    parts = list(getattr(answer, "sub_questions", None) or [])
+    if parts:
+        return " · ".join(parts)
+    standalone = (getattr(answer, "standalone_question", None) or "").strip()
+    asked = (getattr(answer, "question", None) or "").strip()
+    return standalone if standalone and standalone != asked else ""
+
+
+# ---------------------------------------------------------------- the sources as HTML
+
+
+def passage_text(text: str) -> str:
+    """A passage or a sentence of it as shown on a card: heading marks gone, whitespace collapsed."""
+    return " ".join(MARKDOWN_HEADING.sub("", text).split())
+
+
+def highlighted_html(text: str, spans: list[tuple[int, int]], start: int = 0, end: int | None = None) -> str:
+    """text[start:end] escaped, with the spans inside <mark>."""
+    end = len(text) if end is None else end
+    out, pos = [], start
+    for s, e in spans:
+        s, e = max(s, start), min(e, end)
+        if s >= e:
+            continue
+        out += [html.escape(text[pos:s]), "<mark>", html.escape(text[s:e]), "</mark>"]
+        pos = e
+    out.append(html.escape(text[pos:end]))
+    return "".join(out)
+
+
+def snippet_html(text: str, highlights: list[str]) -> str:
+    """The passage with its highlighted sentences; a long one is cut around the first highlight."""
+    text = passage_text(text)
+    spans = find_spans(text, [passage_text(h) for h in highlights])
+    if len(text) <= SNIPPET_CHARS:
+        return f"<div class='snippet'>{highlighted_html(text, spans)}</div>"
+    start = 0
+    if spans and spans[0][0] > SNIPPET_LEAD_CHARS:
+        start = text.find(" ", spans[0][0] - SNIPPET_LEAD_CHARS) + 1
+    end = min(len(text), max(start + SNIPPET_CHARS, spans[0][1] if spans else 0))
+    if end < len(text):
+        end = text.rfind(" ", start, end + 1) if text.rfind(" ", start, end + 1) > start else end
+    cut = ("…" if start else "") + highlighted_html(text, spans, start, end) + ("…" if end < len(text) else "")
+    return (
+        f"<div class='snippet'>{cut}</div>"
+        f"<details><summary>Whole passage ({len(text.split())} words)</summary>"
+        f"<div class='snippet'>{highlighted_html(text, spans)}</div></details>"
+    )
+
+
+def source_card_html(n: int, passage: PassageView, highlights: list[str]) -> str:
+    """Source card n: its place, heading, score and text, escaped; `#source-n` links to it."""
+    heading = heading_note(passage)
+    return (
+        f"<div class='docqa-source' id='source-{n}'>"
+        f"<div class='where'>[{n}] {html.escape(place(passage, ' — '))}</div>"
+        + (f"<div class='meta'>{html.escape(heading)}</div>" if heading else "")
+        + f"<div class='meta'>score {passage.score:.4f} · found by {html.escape(found_by_text(passage))}</div>"
+        + snippet_html(passage.text, highlights)
+        + "</div>"
+    )
+
+
+def sources_html(answer: AnswerView) -> str:
+    """The passages behind an answer, with where they come from, as escaped HTML."""
+    if not answer.passages:
+        return "<p class='docqa-empty'>No sources.</p>"
+    highlights = getattr(answer, "highlights", None) or {}
+    parts = [f"<p class='docqa-model'>{html.escape(answer_note(answer))}</p>"]
+    for n, p in enumerate(answer.passages, start=1):
+        parts.append(source_card_html(n, p, list(highlights.get(n, []))))
+    return "\n".join(parts)
+
+
+def answer_note(answer: AnswerView) -> str:
+    """One line on who answered and how long it took, or what is happening now."""
+    if answer.done:
+        if getattr(answer, "refused", False):
+            return "The documents do not answer this; these passages came closest."
+        took = answer.timings.get("total_s")
+        return f"Answered by {answer.model or 'no model'}" + (f" in {took:.1f}s" if took else "")
+    found = f"Found {len(answer.passages)} passage{'' if len(answer.passages) == 1 else 's'}"
+    return f"{found}; {answer.model} is answering…" if answer.model else f"{found}; loading the model…"
