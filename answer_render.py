@@ -203,8 +203,18 @@ def mark_unsupported(text: str) -> str:
     return "\n".join(lines)
 
 
-def answer_markdown(answer: AnswerView) -> str:
-    """The answer as chat markdown: citations linked, unsupported sentences marked, search shown."""
+def quotes_markdown(quotes: Sequence[Mapping[str, object]]) -> str:
+    """The supporting sentences, verbatim, each with its place: shown before the model writes."""
+    blocks = []
+    for q in quotes:
+        lines = [" ".join(line.split()) for line in str(q["text"]).splitlines() if line.strip()]
+        body = "\n".join(f"> {safe_markdown(line)}" for line in lines)
+        blocks.append(f"{body}\n>\n> — [{q['passage']}] {literal_markdown(str(q['location']))}")
+    return "\n\n".join(blocks)
+
+
+def _marked_text(answer: AnswerView) -> tuple[str, bool]:
+    """The answer text as markdown with its unsupported sentences marked; and whether any were."""
     text = answer.text
     unsupported = find_spans(text, list(getattr(answer, "unsupported", None) or [])) if answer.done else []
     pieces, pos = [], 0
@@ -212,9 +222,37 @@ def answer_markdown(answer: AnswerView) -> str:
         pieces += [safe_markdown(text[pos:s]), mark_unsupported(text[s:e])]
         pos = e
     pieces.append(safe_markdown(text[pos:]))
-    out = link_citations("".join(pieces), len(answer.passages)) or "…"
-    if unsupported:
+    return "".join(pieces), bool(unsupported)
+
+
+def _quoted_lead(answer: AnswerView) -> str:
+    """What stands above the model's text: the quotes, or, when they are the answer, the notice."""
+    quotes = list(getattr(answer, "quotes", None) or [])
+    set_aside = getattr(answer, "set_aside", None)
+    notice = getattr(answer, "notice", None)
+    if set_aside is not None or getattr(answer, "refused", False) or not quotes:
+        return f"<span class='docqa-notice'>⚠ {literal_markdown(notice)}</span>\n\n" if notice else ""
+    lead = f"<span class='docqa-quotes-title'>From the documents:</span>\n\n{quotes_markdown(quotes)}\n\n"
+    if notice:
+        lead += f"<span class='docqa-notice'>⚠ {literal_markdown(notice)}</span>\n\n"
+    return lead + "<span class='docqa-quotes-title'>Answer:</span>\n\n"
+
+
+def answer_markdown(answer: AnswerView) -> str:
+    """The answer as chat markdown: quotes first, citations linked, unsupported sentences marked, search shown."""
+    body, marked = _marked_text(answer)
+    out = link_citations(_quoted_lead(answer) + (body or "…"), len(answer.passages))
+    set_aside = getattr(answer, "set_aside", None)
+    if set_aside:
+        out += (
+            "\n\n<details class='docqa-set-aside'><summary>Show the model's answer (set aside)</summary>\n\n"
+            f"{safe_markdown(set_aside)}\n\n</details>"
+        )
+    if marked:
         out += f"\n\n<span class='docqa-note'>⚠ Underlined sentences: {UNSUPPORTED_NOTE.lower()}.</span>"
+    hint = getattr(answer, "model_hint", None)
+    if answer.done and hint:
+        out += f"\n\n<span class='docqa-note docqa-model-hint'>{safe_markdown(hint)}</span>"
     searched = searched_for(answer)
     if searched:
         out += f"\n\n<span class='docqa-note'>Searched for: {literal_markdown(searched)}</span>"
