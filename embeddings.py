@@ -334,6 +334,8 @@ class OnnxEmbedder(EmbeddingBackend):
     def _embed(self, texts: list[str]) -> list[list[float]]:
         import numpy as np
 
+        from onnx_export import pool_and_normalize
+
         self._ensure_loaded()
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # similar lengths pad least
         out: Any = None
@@ -351,18 +353,6 @@ class OnnxEmbedder(EmbeddingBackend):
                 out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
             out[idx] = vectors
         return out.tolist()
-
-
-def pool_and_normalize(hidden: Any, mask: Any, mode: str = "mean") -> Any:
-    """Sentence vectors from token vectors, as sentence-transformers' Pooling + Normalize do."""
-    import numpy as np
-
-    if mode == "cls":
-        vectors = hidden[:, 0]
-    else:
-        weights = mask[..., None].astype(hidden.dtype)
-        vectors = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-    return vectors / np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)
 
 
 class OllamaEmbedder(EmbeddingBackend):

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from config import Settings
-from document_converter import ConvertedDocument, Section
+from doc_types import ConvertedDocument, Section
 from errors import ConfigError
 
 log = logging.getLogger(__name__)

@@ -20,17 +20,12 @@ from typing import Any, Callable, Iterator
 
 from config import Settings
 from converter_workers import ConverterPool
-from document_converter import (
-    CONVERTER_VERSION,
-    ConvertedDocument,
-    cached_conversion,
-    convert_document,
-    file_sha256,
-)
 from discovery import discover
+from doc_types import Chunk, ConvertedDocument
+from document_converter import CONVERTER_VERSION, cached_conversion, convert_document, file_sha256
 from errors import DocqaError, LockError, StoreError
 from keyword_index import KeywordIndex
-from text_splitter import Chunk, split_document
+from text_splitter import split_document
 
 log = logging.getLogger(__name__)
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from config import Settings
+from doc_types import Chunk, describe_location
 from keyword_index import KeywordIndex
 from name_search import definitions_first
-from text_splitter import Chunk, describe_location
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from typing import Any, Iterable
 
 from config import Settings
 from embeddings import EmbeddingBackend
+from doc_types import Chunk
 from errors import StoreError
-from text_splitter import Chunk
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 

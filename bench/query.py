@@ -39,7 +39,7 @@ def scifact_words_and_queries(n_queries: int) -> tuple[list[str], list[str]]:
 
 
 def fill(rag, size: int, words: list[str], rng: random.Random, dim: int) -> float:
-    from text_splitter import Chunk
+    from doc_types import Chunk
 
     started = time.perf_counter()
     have = rag.keywords.count()

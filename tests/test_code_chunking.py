@@ -12,11 +12,11 @@ import ast
 
 import pytest
 
-from code_chunker import language_of
 from conftest import ROOT, module_settings, rag_with
-from document_converter import ConvertedDocument, Section, convert_document
+from doc_types import Chunk, ConvertedDocument, Section, language_of
+from document_converter import convert_document
 from retriever import Passage
-from text_splitter import Chunk, split_document
+from text_splitter import split_document
 
 OWN_MODULES = sorted(p for p in ROOT.glob("*.py"))
 

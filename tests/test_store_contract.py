@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from document_converter import ConvertedDocument, Section
+from doc_types import ConvertedDocument, Section
 from serving import ServerDidNotStart, free_port, running, wait_for
 from text_splitter import split_document
 
