@@ -73,10 +73,18 @@ class EmbeddingBackend:
         return self._embed(list(texts)) if texts else []
 
     def embed_query(self, text: str) -> list[float]:
-        return list(self._embed_query_cached(text))
+        return list(self._query_cache(text))
 
-    @lru_cache(maxsize=512)
-    def _embed_query_cached(self, text: str) -> tuple[float, ...]:
+    def clear_query_cache(self) -> None:
+        """Forget the embedded queries, so the next embed_query embeds again (benchmarks time that)."""
+        self._query_cache.cache_clear()
+
+    @cached_property
+    def _query_cache(self) -> Any:
+        """Each embedder's own cache of query vectors: a class-wide one would keep every embedder alive."""
+        return lru_cache(maxsize=512)(self._embed_query)
+
+    def _embed_query(self, text: str) -> tuple[float, ...]:
         return tuple(float(x) for x in self._embed([text])[0])
 
 
