@@ -18,8 +18,10 @@ from typing import Any
 
 from config import Settings
 from doc_types import Chunk, describe_location
+from embeddings import EmbeddingBackend
 from keyword_index import KeywordIndex
 from name_search import definitions_first
+from vector_store import NullVectorStore, VectorStore
 
 log = logging.getLogger(__name__)
 
@@ -156,21 +158,23 @@ def add_neighbour_context(
 class Retriever:
     """Answers "which chunks fit this question" with vectors, BM25, or both fused."""
 
-    def __init__(self, settings: Settings, vectors: Any, keywords: KeywordIndex) -> None:
+    def __init__(self, settings: Settings, vectors: VectorStore | NullVectorStore, keywords: KeywordIndex, embedder: EmbeddingBackend) -> None:
         self.settings = settings
-        self.vectors = vectors  # a VectorStore, or None when embeddings are unavailable
+        self.vectors = vectors
         self.keywords = keywords
+        self.embedder = embedder
 
     def rank(self, question: str, mode: str | None = None, where: Where | None = None, depth: int | None = None) -> list[tuple[str, float, dict[str, int]]]:
         """Fused (chunk id, score, ranks) for the question, best first."""
         s = self.settings
         mode = mode or s.retrieval_mode
-        if self.vectors is None and mode != "bm25":
+        if not self.vectors.available and mode != "bm25":
             mode = "bm25"
         depth = depth or max(s.candidate_k, s.top_k)
         hits: dict[str, list[tuple[str, float]]] = {}
         if mode in ("hybrid", "vector"):
-            hits["vector"] = [(h.id, h.score) for h in self.vectors.retrieve_context(question, depth, where)]
+            query = self.embedder.embed_query(question)
+            hits["vector"] = [(h.id, h.score) for h in self.vectors.search(query, depth, where)]
         if mode in ("hybrid", "bm25"):
             hits["bm25"] = self.keywords.search(question, depth, where)
         weights = {"vector": s.vector_weight, "bm25": s.bm25_weight}

@@ -53,7 +53,7 @@ def fill(rag, size: int, words: list[str], rng: random.Random, dim: int) -> floa
             chunks.append(Chunk(id=f"syn{i:08d}", text=text, source=f"synthetic/{i // 50:05d}.txt", title="synthetic", chunk_index=i % 50, start_line=1, end_line=10))
         vectors = nprng.standard_normal((n, dim)).astype(np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        rag.vectors.add_documents(chunks, vectors.tolist())
+        rag.vectors.add_chunks(chunks, vectors.tolist())
         rag.keywords.add_chunks(chunks)
     return time.perf_counter() - started
 

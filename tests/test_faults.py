@@ -23,7 +23,7 @@ def test_corrupt_embedding_model_falls_back_to_keyword_search_with_a_warning(mak
     (settings.docs_dir / "notes.md").write_text("# Bees\n\nHoneybees dance to show where flowers are.\n", encoding="utf-8")
     rag = RAGSystem(settings)
     try:
-        assert rag.vectors is None
+        assert not rag.vectors.available
         stats = rag.stats()
         assert "Keyword search only" in stats["warning"] and "corrupt" in stats["warning"]
         assert stats["retrieval_mode"].startswith("bm25")
