@@ -285,7 +285,7 @@ class RAGSystem:
             return
         search = self._standalone(answer, history or [])
         answer.sub_questions = split_question(search, self.settings.multipart_min_chars)
-        answer.passages = self._retrieve(search, answer.sub_questions, k, where)
+        answer.passages = self.retriever.retrieve(search, k=k, where=where, parts=answer.sub_questions)
         answer.timings["retrieve_s"] = time.perf_counter() - started
         yield answer
         if not answer.passages:
@@ -349,30 +349,6 @@ class RAGSystem:
         log.info("Follow-up %r searched as %r (%s)", answer.question, rewrite.question, rewrite.method)
         answer.standalone_question = rewrite.question
         return rewrite.question
-
-    def _retrieve(self, question: str, parts: list[str], k: int | None, where: Where | None) -> list[Passage]:
-        """Passages for the question; a multi-part one adds each part's best passage the question missed.
-
-        The whole question keeps its k passages: on Think Python, giving parts slots of their
-        own, or fusing their rankings evenly with it, pushed out passages the question found.
-        """
-        if not parts:
-            return self.retrieve_context(question, k=k, where=where)
-        from retriever import cap_per_file, merge_neighbours
-
-        k = k or self.settings.top_k
-        whole = self.retriever.rank(question, where=where)
-        picked = whole[:k]
-        seen = {cid for cid, _, _ in picked}
-        for part in parts:
-            ranked = self.retriever.rank(part, where=where)
-            if ranked and ranked[0][0] not in seen:
-                picked.append(ranked[0])
-                seen.add(ranked[0][0])
-        ordered = picked + [row for row in whole[k:] if row[0] not in seen]
-        chunks = self.keywords.get_chunks([cid for cid, _, _ in ordered[: max(len(picked) * 4, 20)]])
-        candidates = [Passage([chunks[cid]], score, found) for cid, score, found in ordered if cid in chunks]
-        return merge_neighbours(cap_per_file(candidates, len(picked), self.settings.max_chunks_per_file))
 
     def _prepare_checks(self, answer: Answer, question: str) -> Any:
         """Embed the passages' sentences and judge relevance; None when the embedding model is unavailable."""
