@@ -23,7 +23,7 @@ from discovery import discover
 from doc_types import Chunk, ConvertedDocument
 from document_converter import CONVERTER_VERSION, cached_conversion, convert_document, file_sha256
 from embeddings import EmbeddingBackend
-from errors import DocqaError, StoreError
+from errors import StoreError
 from keyword_index import KeywordIndex
 from text_splitter import split_document
 from vector_store import NullVectorStore, VectorStore
@@ -422,7 +422,3 @@ class Indexer:
             self.manifest.files.pop(source, None)
         self.manifest.save()
         return sources
-
-
-def describe_failure(exc: Exception) -> str:
-    return str(exc) if isinstance(exc, DocqaError) else f"{type(exc).__name__}: {exc}"

@@ -27,9 +27,6 @@ from vector_store import NullVectorStore, VectorStore
 log = logging.getLogger(__name__)
 
 
-ANSWER_KINDS = ("answer", "refusal", "document_list", "summary")
-
-
 @dataclass
 class Answer:
     """An answer as it streams: `text` grows; `done` is set on the last update.
