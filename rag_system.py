@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+import embeddings
 from config import Settings
 from data_folder import DataLock, ensure_writable, open_stores_or_rebuild
 from embeddings import EmbeddingBackend
@@ -139,8 +140,6 @@ class RAGSystem:
         vectors: VectorStore | NullVectorStore | None = None,
         lock: bool = True,
     ) -> None:
-        import embeddings
-
         self.settings = settings
         ensure_writable(settings.db_dir)
         self._lock = DataLock(settings.db_dir) if lock else None
@@ -153,7 +152,7 @@ class RAGSystem:
             if self._lock:  # a failed start must not leave the data folder locked
                 self._lock.release()
             raise
-        self.warning: str | None = None if self.vectors.available else f"Keyword search only: {self.vectors.reason}"
+        self.warning: str | None = f"Keyword search only: {self.vectors.reason}" if isinstance(self.vectors, NullVectorStore) else None
         self.indexer = Indexer(settings, self.vectors, self.keywords, self.embedder)
         self.retriever = Retriever(settings, self.vectors, self.keywords, self.embedder)
         self._given_llm = llm

@@ -98,3 +98,32 @@ def test_disk_full_while_indexing_is_a_clear_error_and_nothing_half_written(make
         assert rag.indexer.check() == []
     finally:
         rag.close()
+
+
+def test_the_llm_backend_handed_in_answers_and_is_kept_after_a_failure(make_settings, embedder):
+    from errors import GenerationError
+    from llm_handler import LLMBackend
+
+    class Scripted(LLMBackend):
+        name = "scripted"
+
+        def __init__(self) -> None:
+            self.replies: list = [GenerationError("the model stopped"), "Bees dance to share where flowers are [1]."]
+
+        def stream(self, messages, max_tokens=None):
+            reply = self.replies.pop(0)
+            if isinstance(reply, Exception):
+                raise reply
+            yield reply
+
+    llm = Scripted()
+    settings = make_settings(llm_backend="auto")  # auto chooses again after a failure, unless one was handed in
+    (settings.docs_dir / "bees.md").write_text("# Bees\n\nHoneybees dance to show where flowers are.\n", encoding="utf-8")
+    rag = RAGSystem(settings, embedder=embedder, llm=llm)
+    try:
+        rag.index()
+        assert "the model stopped" in (rag.ask("Why do honeybees dance?").error or "")
+        assert rag.llm is llm and rag.model_name() == "scripted"
+        assert rag.ask("Why do honeybees dance?").text.startswith("Bees dance")
+    finally:
+        rag.close()
