@@ -163,7 +163,10 @@ def discover_files(
 
 
 class Indexer:
-    """Keeps the vector store and keyword index equal to a clean index of the documents folder."""
+    """Keeps the vector store and keyword index equal to a clean index of the documents folder.
+
+    It embeds the chunks it stores with the embedder it is given; the vector store only keeps vectors.
+    """
 
     def __init__(self, settings: Settings, vectors: VectorStore | NullVectorStore, keywords: KeywordIndex, embedder: EmbeddingBackend) -> None:
         self.settings = settings
