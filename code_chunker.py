@@ -16,57 +16,9 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-CODE_LANGUAGES: dict[str, str] = {
-    ".py": "python", ".pyi": "python", ".pyw": "python",
-    ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
-    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx",
-    ".go": "go", ".rs": "rust", ".java": "java",
-    ".c": "c", ".h": "cpp", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp", ".hxx": "cpp",
-    ".kt": "kotlin", ".kts": "kotlin", ".scala": "scala", ".groovy": "groovy", ".gradle": "groovy",
-    ".cs": "csharp", ".fs": "fsharp", ".vb": "visualbasic", ".rb": "ruby", ".php": "php",
-    ".swift": "swift", ".m": "objective-c", ".mm": "objective-c", ".dart": "dart",
-    ".r": "r", ".jl": "julia", ".lua": "lua", ".pl": "perl", ".pm": "perl",
-    ".sh": "shell", ".bash": "shell", ".zsh": "shell", ".fish": "shell", ".ps1": "powershell", ".bat": "batch",
-    ".sql": "sql", ".css": "css", ".scss": "scss", ".sass": "sass", ".less": "less",
-    ".vue": "vue", ".svelte": "svelte", ".hs": "haskell", ".ml": "ocaml", ".ex": "elixir", ".exs": "elixir",
-    ".erl": "erlang", ".clj": "clojure", ".el": "emacs-lisp", ".lisp": "lisp", ".scm": "scheme",
-    ".vim": "vim", ".zig": "zig", ".nim": "nim", ".f90": "fortran",
-    ".proto": "protobuf", ".graphql": "graphql", ".tf": "terraform", ".cmake": "cmake",
-    ".dockerfile": "dockerfile", ".makefile": "make", ".mk": "make",
-}
-CODE_FILE_NAMES: dict[str, str] = {
-    "makefile": "make", "gnumakefile": "make", "dockerfile": "dockerfile", "containerfile": "dockerfile",
-    "cmakelists.txt": "cmake", "jenkinsfile": "groovy", "rakefile": "ruby", "gemfile": "ruby",
-}
-CODE_EXTENSIONS = set(CODE_LANGUAGES)
-
-
-def language_of(source: str) -> str | None:
-    """The programming language of a file, by extension or well-known name (Makefile, Dockerfile)."""
-    name = source.rsplit("/", 1)[-1].lower()
-    if name in CODE_FILE_NAMES:
-        return CODE_FILE_NAMES[name]
-    return CODE_LANGUAGES.get("." + name.rsplit(".", 1)[-1]) if "." in name else None
-
-
-@dataclass
-class Definition:
-    """A function or class-like definition, as lines of its file (1-based, inclusive)."""
-
-    name: str
-    start: int  # its first line: decorators, attributes or doc comment included
-    end: int
-    container: bool = False  # class-like: its member definitions are chunks of their own
-    members: list["Definition"] = field(default_factory=list)
-    cuts: dict[int, int] = field(default_factory=dict)  # line -> nesting depth of a statement starting there
-
-
-@dataclass
-class Outline:
-    definitions: list[Definition]
-    cuts: dict[int, int]  # statement starts of the module-level code
+from code_grammars import GRAMMARS, Definition, Outline, tree_sitter_outline
 
 
 @dataclass
@@ -81,8 +33,6 @@ def code_units(text: str, language: str, max_chars: int) -> list[CodeUnit] | Non
     if language == "python":
         outline = python_outline(text)
     else:
-        from code_grammars import GRAMMARS, tree_sitter_outline
-
         outline = tree_sitter_outline(text, language) if language in GRAMMARS else None
     if outline is None:
         return None
@@ -92,11 +42,7 @@ def code_units(text: str, language: str, max_chars: int) -> list[CodeUnit] | Non
 
 def supports(language: str | None) -> bool:
     """Whether code in this language is cut along its definitions."""
-    if language == "python":
-        return True
-    from code_grammars import GRAMMARS
-
-    return language in GRAMMARS
+    return language == "python" or language in GRAMMARS
 
 
 # ---------------------------------------------------------------- Python

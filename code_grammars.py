@@ -5,20 +5,37 @@ class-like (its members become chunks of their own), what wraps a definition wit
 changing it (`export`, `template <...>`), what only groups definitions (`#ifdef`,
 `extern "C"`), and what belongs to the definition after it (doc comments, attributes,
 decorators). The per-language grammar packages ship compiled parsers, so nothing is
-downloaded at run time.
+downloaded at run time. Definition and Outline, the shape of a file that code_chunker
+cuts along, are defined here and made by both readers: this one and code_chunker's `ast` one.
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from code_chunker import Definition, Outline
-
 _BLOCKS = ("block", "body", "statement_list", "compound_statement", "declaration_list", "field_declaration_list", "enum_body_declarations")
 _COMMENTS = frozenset({"comment", "line_comment", "block_comment"})
+
+
+@dataclass
+class Definition:
+    """A function or class-like definition, as lines of its file (1-based, inclusive)."""
+
+    name: str
+    start: int  # its first line: decorators, attributes or doc comment included
+    end: int
+    container: bool = False  # class-like: its member definitions are chunks of their own
+    members: list["Definition"] = field(default_factory=list)
+    cuts: dict[int, int] = field(default_factory=dict)  # line -> nesting depth of a statement starting there
+
+
+@dataclass
+class Outline:
+    definitions: list[Definition]
+    cuts: dict[int, int]  # statement starts of the module-level code
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,8 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from document_converter import ConvertedDocument, convert_document
+from doc_types import ConvertedDocument
+from document_converter import convert_document
 from errors import ConversionError
 
 log = logging.getLogger(__name__)

@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from document_converter import ConvertedDocument, Section, convert_text_to_markdown, read_text_file
+from doc_types import ConvertedDocument, Section
 from errors import ConversionError
+from text_formats import convert_text_to_markdown, read_text_file
 
 
 def convert_json_to_markdown(path: Path, source: str) -> ConvertedDocument:

@@ -73,10 +73,18 @@ class EmbeddingBackend:
         return self._embed(list(texts)) if texts else []
 
     def embed_query(self, text: str) -> list[float]:
-        return list(self._embed_query_cached(text))
+        return list(self._query_cache(text))
 
-    @lru_cache(maxsize=512)
-    def _embed_query_cached(self, text: str) -> tuple[float, ...]:
+    def clear_query_cache(self) -> None:
+        """Forget the embedded queries, so the next embed_query embeds again (benchmarks time that)."""
+        self._query_cache.cache_clear()
+
+    @cached_property
+    def _query_cache(self) -> Any:
+        """Each embedder's own cache of query vectors: a class-wide one would keep every embedder alive."""
+        return lru_cache(maxsize=512)(self._embed_query)
+
+    def _embed_query(self, text: str) -> tuple[float, ...]:
         return tuple(float(x) for x in self._embed([text])[0])
 
 
@@ -334,6 +342,8 @@ class OnnxEmbedder(EmbeddingBackend):
     def _embed(self, texts: list[str]) -> list[list[float]]:
         import numpy as np
 
+        from onnx_export import pool_and_normalize
+
         self._ensure_loaded()
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # similar lengths pad least
         out: Any = None
@@ -351,18 +361,6 @@ class OnnxEmbedder(EmbeddingBackend):
                 out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
             out[idx] = vectors
         return out.tolist()
-
-
-def pool_and_normalize(hidden: Any, mask: Any, mode: str = "mean") -> Any:
-    """Sentence vectors from token vectors, as sentence-transformers' Pooling + Normalize do."""
-    import numpy as np
-
-    if mode == "cls":
-        vectors = hidden[:, 0]
-    else:
-        weights = mask[..., None].astype(hidden.dtype)
-        vectors = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-    return vectors / np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)
 
 
 class OllamaEmbedder(EmbeddingBackend):

@@ -23,7 +23,7 @@ from typing import Any
 
 from answer_render import is_refusal
 from config import Settings
-from document_converter import ConvertedDocument, Section
+from doc_types import ConvertedDocument, Section
 from errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -87,13 +87,21 @@ class EmbeddingCache:
     """
 
     def __init__(self, embedder: Any, path: Path) -> None:
+        self.embedder = embedder
+        self.path = path
+        self._db: Any = None
+        self.reused = 0
+
+    @property
+    def db(self) -> Any:
+        """Opened on the first documents to embed: a keyword-only index never creates the file."""
         import sqlite3
 
-        self.embedder = embedder
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path)
-        self.db.execute("CREATE TABLE IF NOT EXISTS embeddings (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
-        self.reused = 0
+        if self._db is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path)
+            self._db.execute("CREATE TABLE IF NOT EXISTS embeddings (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
+        return self._db
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.embedder, name)
@@ -123,28 +131,29 @@ class EmbeddingCache:
         return [found[k] for k in keys]
 
     def close(self) -> None:
-        self.db.close()
+        if self._db is not None:
+            self._db.close()
+            self._db = None
 
 
 class ThrowawayIndex:
-    """A RAGSystem over a temporary data folder (and a temporary collection on a Chroma server)."""
+    """A RAGSystem over a temporary data folder (and a temporary collection on a Chroma server),
+    embedding through an EmbeddingCache: `rag.embedder` is the cache, and so is what it indexes and searches with."""
 
-    def __init__(self, settings: Settings, docs_dir: Path | None = None) -> None:
+    def __init__(self, settings: Settings, docs_dir: Path | None = None, embedder: Any = None) -> None:
+        import embeddings
         from rag_system import RAGSystem
 
         self.tmp = Path(tempfile.mkdtemp(prefix="docqa-eval-"))
         self.settings = throwaway_settings(settings, self.tmp / "data", docs_dir)
-        self.rag = RAGSystem(self.settings)
-        self.cache: EmbeddingCache | None = None
-        if self.rag.vectors is not None:
-            self.cache = EmbeddingCache(self.rag.vectors.embedder, settings.db_dir / "eval-cache" / "embeddings.sqlite")
-            self.rag.vectors.embedder = self.cache
+        model = embedder if embedder is not None else embeddings.make_embedder(self.settings)
+        self.cache = EmbeddingCache(model, settings.db_dir / "eval-cache" / "embeddings.sqlite")
+        self.rag = RAGSystem(self.settings, embedder=self.cache)
 
     def close(self) -> None:
         self.rag.close()
-        if self.cache is not None:
-            self.cache.close()
-        if self.rag.vectors is not None and self.settings.chroma_host:
+        self.cache.close()
+        if self.settings.chroma_host:
             self.rag.vectors.drop()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
@@ -187,12 +196,16 @@ def beir_slice(corpus: dict[str, Any], judged: list[str], qrels: dict[str, dict[
     return {d: corpus[d] for d in keep + extra}, judged
 
 
-def evaluate_beir(settings: Settings, folder: Path, split: str = "train", mode: str | None = None, limit: int | None = None) -> dict[str, Any]:
+def evaluate_beir(
+    settings: Settings, folder: Path, split: str = "train", mode: str | None = None, limit: int | None = None, embedder: Any = None
+) -> dict[str, Any]:
     """Index a BEIR corpus into a throwaway index and score one retrieval mode."""
-    return evaluate_beir_modes(settings, folder, [mode or settings.retrieval_mode], split, limit)[0]
+    return evaluate_beir_modes(settings, folder, [mode or settings.retrieval_mode], split, limit, embedder)[0]
 
 
-def evaluate_beir_modes(settings: Settings, folder: Path, modes: list[str], split: str = "train", limit: int | None = None) -> list[dict[str, Any]]:
+def evaluate_beir_modes(
+    settings: Settings, folder: Path, modes: list[str], split: str = "train", limit: int | None = None, embedder: Any = None
+) -> list[dict[str, Any]]:
     """Score several retrieval modes on one throwaway index (indexing is the slow part).
 
     Query latency is the time of Retriever.rank (embedding, both searches, fusion);
@@ -205,7 +218,7 @@ def evaluate_beir_modes(settings: Settings, folder: Path, modes: list[str], spli
     if limit:
         corpus, judged = beir_slice(corpus, judged, qrels, limit)
     results = []
-    with ThrowawayIndex(settings) as index:
+    with ThrowawayIndex(settings, embedder=embedder) as index:
         started = time.perf_counter()
         index.rag.indexer.add_converted(beir_documents(corpus))
         index_s = time.perf_counter() - started
@@ -227,7 +240,7 @@ def evaluate_beir_modes(settings: Settings, folder: Path, modes: list[str], spli
                 "docs": len(corpus),
                 "chunks": index.rag.keywords.count(),
                 "index_s": round(index_s, 2),
-                "embeddings_reused": index.cache.reused if index.cache else 0,
+                "embeddings_reused": index.cache.reused,
                 "query_ms_p50": round(percentile(latencies, 50), 2),
                 "query_ms_p95": round(percentile(latencies, 95), 2),
             })
@@ -241,13 +254,16 @@ def load_qa(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-def evaluate_qa(settings: Settings, qa_file: Path, docs_dir: Path, k: int = 5, answers: bool = False, mode: str | None = None, limit: int | None = None) -> dict[str, Any]:
+def evaluate_qa(
+    settings: Settings, qa_file: Path, docs_dir: Path, k: int = 5, answers: bool = False, mode: str | None = None,
+    limit: int | None = None, embedder: Any = None,
+) -> dict[str, Any]:
     items = load_qa(qa_file)[: limit or None]
     if not docs_dir.is_dir():
         raise ConfigError(f"--docs {docs_dir} is not a folder")
     answerable = [it for it in items if it.get("pages")]
     unanswerable = [it for it in items if not it.get("pages")]
-    with ThrowawayIndex(settings, docs_dir) as index:
+    with ThrowawayIndex(settings, docs_dir, embedder) as index:
         started = time.perf_counter()
         index.rag.index()
         index_s = time.perf_counter() - started
@@ -336,15 +352,16 @@ def print_table(result: dict[str, Any]) -> None:
         print(f"{key:<{width}}  {value}")
 
 
-def run_eval_command(settings: Settings, args: argparse.Namespace) -> int:
+def run_eval_command(settings: Settings, args: argparse.Namespace, embedder: Any = None) -> int:
+    """`main.py eval`; `embedder` is made from the settings when not given."""
     if bool(args.beir) == bool(args.qa):
         raise ConfigError("eval needs exactly one of --beir DIR or --qa FILE --docs DIR")
     if args.beir:
-        result = evaluate_beir(settings, Path(args.beir), args.split, args.mode, args.limit)
+        result = evaluate_beir(settings, Path(args.beir), args.split, args.mode, args.limit, embedder)
     else:
         if not getattr(args, "docs", None):
             raise ConfigError("eval --qa FILE needs --docs DIR: the folder holding the documents the questions are about")
-        result = evaluate_qa(settings, Path(args.qa), Path(args.docs), args.k, args.answers, args.mode, args.limit)
+        result = evaluate_qa(settings, Path(args.qa), Path(args.docs), args.k, args.answers, args.mode, args.limit, embedder)
     if args.json:
         print(json.dumps(result))
     else:

@@ -16,10 +16,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from code_chunker import code_units, language_of
+from code_chunker import code_units
 from config import Settings
 from discovery import discover, file_type
-from document_converter import ConvertedDocument, kind_of
+from doc_types import ConvertedDocument, language_of
+from document_converter import kind_of
 from text_splitter import MARKDOWN_KINDS, heading_positions
 
 MAX_SAMPLED = 300

@@ -9,7 +9,6 @@ afterwards, and a start-up check repairs any file a crash left half-done.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import os
@@ -20,17 +19,14 @@ from typing import Any, Callable, Iterator
 
 from config import Settings
 from converter_workers import ConverterPool
-from document_converter import (
-    CONVERTER_VERSION,
-    ConvertedDocument,
-    cached_conversion,
-    convert_document,
-    file_sha256,
-)
 from discovery import discover
-from errors import DocqaError, LockError, StoreError
+from doc_types import Chunk, ConvertedDocument
+from document_converter import CONVERTER_VERSION, cached_conversion, convert_document, file_sha256
+from embeddings import EmbeddingBackend
+from errors import StoreError
 from keyword_index import KeywordIndex
-from text_splitter import Chunk, split_document
+from text_splitter import split_document
+from vector_store import NullVectorStore, VectorStore
 
 log = logging.getLogger(__name__)
 
@@ -166,51 +162,17 @@ def discover_files(
     return found.found, found.skipped
 
 
-class DataLock:
-    """An exclusive lock on the data folder, so two docqa processes never write it at once."""
-
-    def __init__(self, db_dir: Path) -> None:
-        self.path = db_dir / "docqa.lock"
-        self._fh: Any = None
-
-    def acquire(self, wait_s: float = 0.0) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = open(self.path, "a+")
-        deadline = time.monotonic() + wait_s
-        while True:
-            try:
-                fcntl.flock(self._fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                self._fh.seek(0)
-                self._fh.truncate()
-                self._fh.write(str(os.getpid()))
-                self._fh.flush()
-                return
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    self._fh.seek(0)
-                    holder = self._fh.read().strip() or "another process"
-                    self._fh.close()
-                    self._fh = None
-                    raise LockError(
-                        f"The data folder {self.path.parent} is in use by docqa (pid {holder}). "
-                        "Stop that process, or give this one its own folder with --db DIR."
-                    ) from None
-                time.sleep(0.2)
-
-    def release(self) -> None:
-        if self._fh is not None:
-            fcntl.flock(self._fh, fcntl.LOCK_UN)
-            self._fh.close()
-            self._fh = None
-
-
 class Indexer:
-    """Keeps the vector store and keyword index equal to a clean index of the documents folder."""
+    """Keeps the vector store and keyword index equal to a clean index of the documents folder.
 
-    def __init__(self, settings: Settings, vectors: Any, keywords: KeywordIndex) -> None:
+    It embeds the chunks it stores with the embedder it is given; the vector store only keeps vectors.
+    """
+
+    def __init__(self, settings: Settings, vectors: VectorStore | NullVectorStore, keywords: KeywordIndex, embedder: EmbeddingBackend) -> None:
         self.settings = settings
         self.vectors = vectors
         self.keywords = keywords
+        self.embedder = embedder
         self.manifest = Manifest.load(settings.manifest_path)
         self._pool: ConverterPool | None = None
 
@@ -292,16 +254,14 @@ class Indexer:
     # ------------------------------------------------------------ internals
 
     def _reset(self) -> None:
-        if self.vectors is not None:
-            self.vectors.reset()
+        self.vectors.reset()
         self.keywords.reset()
         self.manifest.files.clear()
         self.manifest.failed.clear()
         self.manifest.save()
 
     def _remove(self, source: str) -> None:
-        if self.vectors is not None:
-            self.vectors.delete_source(source)
+        self.vectors.delete_source(source)
         self.keywords.delete_source(source)
         self.manifest.files.pop(source, None)
         self.manifest.save()
@@ -386,10 +346,10 @@ class Indexer:
         if not batch:
             return
         all_chunks = [c for p in batch for c in p.chunks]
-        embeddings = None
+        embeddings: list[list[float]] = []
         t = time.perf_counter()
-        if self.vectors is not None:
-            embeddings = self.vectors.embedder.embed_documents([c.embedding_text() for c in all_chunks])
+        if self.vectors.available:
+            embeddings = self.embedder.embed_documents([c.embedding_text() for c in all_chunks])
         report.timed("embed", t)
         t = time.perf_counter()
         # Old chunks of changed files go first; then both stores get the batch; only then
@@ -400,11 +360,9 @@ class Indexer:
             if old:
                 stale |= set(old.chunk_ids) - {c.id for c in p.chunks}
         if stale:
-            if self.vectors is not None:
-                self.vectors.delete_ids(stale)
+            self.vectors.delete_ids(stale)
             self.keywords.delete_ids(stale)
-        if self.vectors is not None:
-            self.vectors.add_documents(all_chunks, embeddings)
+        self.vectors.add_chunks(all_chunks, embeddings)
         self.keywords.add_chunks(all_chunks)
         now = time.time()
         for p in batch:
@@ -427,8 +385,8 @@ class Indexer:
         """At start: if counts disagree (a crash mid-write), repair file by file."""
         expected = self.manifest.chunk_count()
         counts = [self.keywords.count()]
-        if self.vectors is not None:
-            counts.append(self.vectors.collection.count())
+        if self.vectors.available:
+            counts.append(self.vectors.count())
         if all(c == expected for c in counts):
             return
         problems = self.check()
@@ -440,7 +398,7 @@ class Indexer:
         manifest_ids = {k: set(v.chunk_ids) for k, v in self.manifest.files.items()}
         keyword_ids = self.keywords.ids_by_source()
         stores = {"keyword index": keyword_ids}
-        if self.vectors is not None:
+        if self.vectors.available:
             stores["vector store"] = self.vectors.ids_by_source()
         problems = []
         for name, by_source in stores.items():
@@ -458,17 +416,12 @@ class Indexer:
         """Drop the affected files' chunks everywhere and forget them, so the next sync re-indexes them."""
         sources = sorted({p["source"] for p in problems})
         keyword_ids = self.keywords.ids_by_source()
-        vector_ids = self.vectors.ids_by_source() if self.vectors is not None else {}
+        vector_ids = self.vectors.ids_by_source()
         for source in sources:
             ids = keyword_ids.get(source, set()) | vector_ids.get(source, set())
             ids |= set(self.manifest.files.get(source, FileRecord(source, 0, 0, "")).chunk_ids)
-            if self.vectors is not None:
-                self.vectors.delete_ids(ids)
+            self.vectors.delete_ids(ids)
             self.keywords.delete_ids(ids)
             self.manifest.files.pop(source, None)
         self.manifest.save()
         return sources
-
-
-def describe_failure(exc: Exception) -> str:
-    return str(exc) if isinstance(exc, DocqaError) else f"{type(exc).__name__}: {exc}"

@@ -20,8 +20,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from doc_types import Chunk
 from errors import StoreError
-from text_splitter import Chunk
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,9 @@ import io
 from pathlib import Path
 from typing import Any, Iterable
 
-from document_converter import ConvertedDocument, Section, check_zip_size, escape_heading_marker, read_text_file
+from doc_types import ConvertedDocument, Section
 from errors import ConversionError
+from text_formats import check_zip_size, convert_text_to_markdown, escape_heading_marker, read_text_file
 
 # ---------------------------------------------------------------- PPTX
 
@@ -159,8 +160,6 @@ def convert_xlsx_to_markdown(path: Path, source: str) -> ConvertedDocument:
 
 
 def convert_csv_to_markdown(path: Path, source: str) -> ConvertedDocument:
-    from document_converter import convert_text_to_markdown
-
     text, encoding, notes = read_text_file(path)
     try:
         rows = list(_csv_rows(text, "\t" if path.suffix.lower() == ".tsv" else None))

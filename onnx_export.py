@@ -4,7 +4,7 @@ sentence-transformers' own ONNX export needs `optimum`, which pins transformers 
 version docqa uses, so the export here is torch's own: the bare transformer with dynamic
 batch and sequence axes, plus per-channel int8 weights, both checked against torch's
 output on a padded batch before they are kept. Pooling and normalisation stay in numpy
-(`embeddings.pool_and_normalize`), exactly as sentence-transformers does them.
+(`pool_and_normalize`, here), exactly as sentence-transformers does them.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from embeddings import pool_and_normalize
 from errors import EmbeddingError
 
 log = logging.getLogger(__name__)
@@ -121,3 +120,15 @@ def _check_export(folder: Path, reference: tuple[Any, Any, Any]) -> None:
                 f"The ONNX export {name} of this model does not match torch (cosine {cosine:.4f}) — "
                 "set EMBEDDING_BACKEND=sentence-transformers."
             )
+
+
+def pool_and_normalize(hidden: Any, mask: Any, mode: str = "mean") -> Any:
+    """Sentence vectors from token vectors, as sentence-transformers' Pooling + Normalize do."""
+    import numpy as np
+
+    if mode == "cls":
+        vectors = hidden[:, 0]
+    else:
+        weights = mask[..., None].astype(hidden.dtype)
+        vectors = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+    return vectors / np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)

@@ -16,8 +16,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from document_converter import NEEDS_OCR, ConvertedDocument, Section, escape_heading_marker
+from doc_types import ConvertedDocument, Section
 from errors import ConversionError
+from text_formats import escape_heading_marker
+
+NEEDS_OCR = "no extractable text (needs OCR)"
 
 
 class PdfLine(NamedTuple):

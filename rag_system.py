@@ -15,20 +15,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator, Literal
 
+import embeddings
+from answer_context import compact_passages, select_quotes, sentence_scores
 from answer_render import is_refusal as model_refused  # the one refusal rule, shared with the evaluation
 from config import Settings
-from errors import DocqaError, EmbeddingError, LLMError, StoreError
-from indexer import DataLock, Indexer, IndexReport, Progress
-from keyword_index import KeywordIndex
-from answer_context import compact_passages, select_quotes, sentence_scores
+from data_folder import DataLock, ensure_writable, open_stores_or_rebuild
+from embeddings import EmbeddingBackend
+from errors import DocqaError, EmbeddingError, LLMError
 from grounding import claim_sentences
-from llm_handler import REFUSAL
+from indexer import Indexer, IndexReport, Progress
+from llm_handler import REFUSAL, LLMBackend
 from retriever import Passage, Retriever, Where
+from vector_store import NullVectorStore, VectorStore
 
 log = logging.getLogger(__name__)
-
-
-ANSWER_KINDS = ("answer", "refusal", "document_list", "summary")
 
 
 @dataclass
@@ -159,73 +159,41 @@ class IndexCheck:
 
 
 class RAGSystem:
-    def __init__(self, settings: Settings, lock: bool = True) -> None:
-        import embeddings
+    """docqa's API. Collaborators left out are made by their factories from the settings:
+    the embedder (embeddings.make_embedder), the LLM backend (llm_handler.make_llm_backend,
+    on first use) and the vector store (opened in the data folder, or a NullVectorStore
+    when the embedding model cannot run)."""
 
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        embedder: EmbeddingBackend | None = None,
+        llm: LLMBackend | None = None,
+        vectors: VectorStore | NullVectorStore | None = None,
+        lock: bool = True,
+    ) -> None:
         self.settings = settings
         ensure_writable(settings.db_dir)
         self._lock = DataLock(settings.db_dir) if lock else None
         if self._lock:
             self._lock.acquire(wait_s=2.0)
-        self.warning: str | None = None
         try:
-            self.embedder = embeddings.make_embedder(settings)
-            self.vectors, self.keywords = self._open_stores_or_rebuild()
+            self.embedder = embedder if embedder is not None else embeddings.make_embedder(settings)
+            self.vectors, self.keywords = open_stores_or_rebuild(settings, self.embedder, vectors)
         except BaseException:
             if self._lock:  # a failed start must not leave the data folder locked
                 self._lock.release()
             raise
-        self.indexer = Indexer(settings, self.vectors, self.keywords)
-        self.retriever = Retriever(settings, self.vectors, self.keywords)
-        self._llm: Any = None
+        self.warning: str | None = f"Keyword search only: {self.vectors.reason}" if isinstance(self.vectors, NullVectorStore) else None
+        self.indexer = Indexer(settings, self.vectors, self.keywords, self.embedder)
+        self.retriever = Retriever(settings, self.vectors, self.keywords, self.embedder)
+        self._given_llm = llm
+        self._llm: Any = llm
         self._llm_lock = threading.Lock()
         self._index_lock = threading.Lock()
         self._watcher: Any = None
         self._index_status = IndexStatus()
-
-    def _open_stores_or_rebuild(self) -> tuple[Any, KeywordIndex]:
-        try:
-            return self._open_stores()
-        except StoreError as exc:
-            if self.settings.chroma_host:
-                raise
-            self._move_index_aside(exc)
-            return self._open_stores()
-
-    def _open_stores(self) -> tuple[Any, KeywordIndex]:
-        from vector_store import VectorStore
-
-        vectors: Any = None
-        try:
-            self.embedder.verify()
-            vectors = VectorStore(self.settings, self.embedder)
-        except EmbeddingError as exc:
-            # Still useful: keyword search answers without the embedding model.
-            self.warning = f"Keyword search only: {exc}"
-            log.warning("%s", self.warning)
-        keywords = KeywordIndex(self.settings.keyword_dir)
-        keywords.count()  # fails now, not mid-answer, if the table is unreadable
-        return vectors, keywords
-
-    def _move_index_aside(self, exc: Exception) -> None:
-        """A corrupt index is kept for inspection, never deleted, and rebuilt from the documents."""
-        try:  # Chroma caches a client per path, broken one included
-            from chromadb.api.client import SharedSystemClient
-
-            SharedSystemClient.clear_system_cache()
-        except Exception:
-            pass
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        moved = []
-        for path in (self.settings.chroma_dir, self.settings.keyword_dir, self.settings.manifest_path):
-            if path.exists():
-                aside = path.with_name(f"{path.name}.corrupt-{stamp}")
-                path.replace(aside)
-                moved.append(aside.name)
-        log.error(
-            "The index in %s could not be opened (%s). Moved it aside (%s) and rebuilding from the documents.",
-            self.settings.db_dir, exc, ", ".join(moved) or "nothing to move",
-        )
 
     # ------------------------------------------------------------ indexing
 
@@ -307,13 +275,16 @@ class RAGSystem:
     def llm(self) -> Any:
         from llm_handler import make_llm_backend
 
+        if self._given_llm is not None:
+            return self._given_llm
         with self._llm_lock:
             if self._llm is None:
                 self._llm = make_llm_backend(self.settings)
             return self._llm
 
     def model_name(self) -> str:
-        return self._llm.name if self._llm is not None else f"{self.settings.llm_backend} (not loaded yet)"
+        llm = self._given_llm or self._llm
+        return llm.name if llm is not None else f"{self.settings.llm_backend} (not loaded yet)"
 
     def stream_answer(
         self, question: str, k: int | None = None, where: Where | None = None, history: list[dict[str, str]] | None = None
@@ -343,7 +314,7 @@ class RAGSystem:
             return
         search = self._standalone(answer, history or [])
         answer.sub_questions = split_question(search, self.settings.multipart_min_chars)
-        answer.passages = self._retrieve(search, answer.sub_questions, k, where)
+        answer.passages = self.retriever.retrieve(search, k=k, where=where, parts=answer.sub_questions)
         answer.timings["retrieve_s"] = time.perf_counter() - started
         yield answer
         if not answer.passages:
@@ -405,7 +376,7 @@ class RAGSystem:
             return answer.question
         t = time.perf_counter()
         llm = self._available_llm() if self.settings.follow_up_rewrite == "llm" else None
-        embedder = self.embedder if self.vectors is not None else None
+        embedder = self.embedder if self.vectors.available else None
         rewrite = make_standalone(answer.question, history, llm, embedder, self.settings)
         answer.timings["rewrite_s"] = time.perf_counter() - t
         if rewrite is None or rewrite.question.strip() == answer.question:
@@ -414,37 +385,13 @@ class RAGSystem:
         answer.standalone_question = rewrite.question
         return rewrite.question
 
-    def _retrieve(self, question: str, parts: list[str], k: int | None, where: Where | None) -> list[Passage]:
-        """Passages for the question; a multi-part one adds each part's best passage the question missed.
-
-        The whole question keeps its k passages: on Think Python, giving parts slots of their
-        own, or fusing their rankings evenly with it, pushed out passages the question found.
-        """
-        if not parts:
-            return self.retrieve_context(question, k=k, where=where)
-        from retriever import cap_per_file, merge_neighbours
-
-        k = k or self.settings.top_k
-        whole = self.retriever.rank(question, where=where)
-        picked = whole[:k]
-        seen = {cid for cid, _, _ in picked}
-        for part in parts:
-            ranked = self.retriever.rank(part, where=where)
-            if ranked and ranked[0][0] not in seen:
-                picked.append(ranked[0])
-                seen.add(ranked[0][0])
-        ordered = picked + [row for row in whole[k:] if row[0] not in seen]
-        chunks = self.keywords.get_chunks([cid for cid, _, _ in ordered[: max(len(picked) * 4, 20)]])
-        candidates = [Passage([chunks[cid]], score, found) for cid, score, found in ordered if cid in chunks]
-        return merge_neighbours(cap_per_file(candidates, len(picked), self.settings.max_chunks_per_file))
-
     def _prepare_checks(self, answer: Answer, question: str) -> Any:
         """Embed the passages' sentences and judge relevance; None when the embedding model is unavailable."""
         import numpy as np
 
         from grounding import PassageSentences, assess_relevance
 
-        if self.vectors is None:
+        if not self.vectors.available:
             return None
         t = time.perf_counter()
         try:
@@ -660,11 +607,11 @@ class RAGSystem:
             "skipped_by_type": skipped_by_type(m.skipped),
             "last_indexed": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(m.last_indexed)) if m.last_indexed else None,
             "embedding_model": self.embedder.name,
-            "retrieval_mode": self.settings.retrieval_mode if self.vectors is not None else "bm25 (embedding model unavailable)",
+            "retrieval_mode": self.settings.retrieval_mode if self.vectors.available else "bm25 (embedding model unavailable)",
             "llm_backend": self.settings.llm_backend,
             "llm": self.model_name(),
         }
-        if self.vectors is not None:
+        if isinstance(self.vectors, VectorStore):
             vs = self.vectors.get_collection_stats()
             out["vector_store"] = vs["store"]
             out["vector_store_chunks"] = vs["chunks"]
@@ -714,24 +661,6 @@ class RAGSystem:
         self.indexer.close()
         if self._lock:
             self._lock.release()
-
-
-def ensure_writable(folder: Path) -> None:
-    """Fail at start, with the fix, if the data folder cannot be written (read-only, no space)."""
-    import errno
-    import os
-
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        probe = folder / f".write-test-{os.getpid()}"
-        probe.write_bytes(b"ok")
-        probe.unlink()
-    except OSError as exc:
-        if exc.errno == errno.ENOSPC:
-            raise DocqaError(f"The disk holding the data folder {folder} is full — free some space, or set DB_DIR to another disk.") from exc
-        raise DocqaError(
-            f"The data folder {folder} is not writable ({exc.strerror or exc}) — fix its permissions, or set DB_DIR (or --db) to a writable folder."
-        ) from exc
 
 
 class UploadRefused(DocqaError):

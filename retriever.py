@@ -7,6 +7,10 @@ it keeps how far apart the candidates are, so a clear BM25 winner on an exact na
 outweighs a flat vector list and the other way round. The context step then keeps one
 long file from crowding out the others and merges neighbouring chunks of a file, so
 the model sees one coherent passage instead of two overlapping fragments.
+
+The retriever owns retrieval: it embeds the question (the stores only take and return
+vectors and ids), finds definitions of the names a question mentions first, and for a
+multi-part question adds each part's best passage to the whole question's.
 """
 
 from __future__ import annotations
@@ -18,9 +22,11 @@ from typing import Any
 
 from answer_render import place
 from config import Settings
+from doc_types import Chunk, describe_location
+from embeddings import EmbeddingBackend
 from keyword_index import KeywordIndex
 from name_search import definitions_first
-from text_splitter import Chunk, describe_location
+from vector_store import NullVectorStore, VectorStore
 
 log = logging.getLogger(__name__)
 
@@ -156,21 +162,23 @@ def add_neighbour_context(
 class Retriever:
     """Answers "which chunks fit this question" with vectors, BM25, or both fused."""
 
-    def __init__(self, settings: Settings, vectors: Any, keywords: KeywordIndex) -> None:
+    def __init__(self, settings: Settings, vectors: VectorStore | NullVectorStore, keywords: KeywordIndex, embedder: EmbeddingBackend) -> None:
         self.settings = settings
-        self.vectors = vectors  # a VectorStore, or None when embeddings are unavailable
+        self.vectors = vectors
         self.keywords = keywords
+        self.embedder = embedder
 
     def rank(self, question: str, mode: str | None = None, where: Where | None = None, depth: int | None = None) -> list[tuple[str, float, dict[str, int]]]:
         """Fused (chunk id, score, ranks) for the question, best first."""
         s = self.settings
         mode = mode or s.retrieval_mode
-        if self.vectors is None and mode != "bm25":
+        if not self.vectors.available and mode != "bm25":
             mode = "bm25"
         depth = depth or max(s.candidate_k, s.top_k)
         hits: dict[str, list[tuple[str, float]]] = {}
         if mode in ("hybrid", "vector"):
-            hits["vector"] = [(h.id, h.score) for h in self.vectors.retrieve_context(question, depth, where)]
+            query = self.embedder.embed_query(question)
+            hits["vector"] = [(h.id, h.score) for h in self.vectors.search(query, depth, where)]
         if mode in ("hybrid", "bm25"):
             hits["bm25"] = self.keywords.search(question, depth, where)
         weights = {"vector": s.vector_weight, "bm25": s.bm25_weight}
@@ -182,18 +190,42 @@ class Retriever:
             fused = add_neighbour_context(fused, self.keywords.positions([cid for cid, _, _ in fused]), s.neighbour_weight)
         return fused
 
-    def retrieve(self, question: str, k: int | None = None, where: Where | None = None, mode: str | None = None) -> list[Passage]:
-        """The passages for the prompt: fused, capped per file, neighbours merged, best first."""
+    def retrieve(
+        self, question: str, k: int | None = None, where: Where | None = None, mode: str | None = None, parts: list[str] | None = None
+    ) -> list[Passage]:
+        """The passages for the prompt: fused, capped per file, neighbours merged, best first.
+
+        `parts` are the parts of a multi-part question (question_intent.split_question); each
+        adds its best passage when the whole question missed it. The whole question keeps its
+        k passages: on Think Python, giving parts slots of their own, or fusing their rankings
+        evenly with it, pushed out passages the question found.
+        """
         started = time.perf_counter()
         k = k or self.settings.top_k
         ranked = self.rank(question, mode=mode, where=where)
-        chunks = self.keywords.get_chunks([cid for cid, _, _ in ranked[: max(k * 4, 20)]])
+        count = k
+        if parts:
+            ranked, count = self._add_parts(ranked, parts, k, mode, where)
+        chunks = self.keywords.get_chunks([cid for cid, _, _ in ranked[: max(count * 4, 20)]])
         candidates = [Passage([chunks[cid]], score, found) for cid, score, found in ranked if cid in chunks]
         candidates = definitions_first(question, candidates)  # a question naming a function gets its definition first
-        chosen = cap_per_file(candidates, k, self.settings.max_chunks_per_file)
+        chosen = cap_per_file(candidates, count, self.settings.max_chunks_per_file)
         passages = merge_neighbours(chosen)
         log.debug("Retrieved %d passages in %.0f ms", len(passages), (time.perf_counter() - started) * 1000)
         return passages
+
+    def _add_parts(
+        self, whole: list[tuple[str, float, dict[str, int]]], parts: list[str], k: int, mode: str | None, where: Where | None
+    ) -> tuple[list[tuple[str, float, dict[str, int]]], int]:
+        """The whole question's top k, then each part's best chunk not yet among them, then the rest; and how many were picked."""
+        picked = whole[:k]
+        seen = {cid for cid, _, _ in picked}
+        for part in parts:
+            ranked = self.rank(part, mode=mode, where=where)
+            if ranked and ranked[0][0] not in seen:
+                picked.append(ranked[0])
+                seen.add(ranked[0][0])
+        return picked + [row for row in whole[k:] if row[0] not in seen], len(picked)
 
 
 def cap_per_file(candidates: list[Passage], k: int, cap: int) -> list[Passage]:

@@ -10,87 +10,17 @@ Everything else is cut by size with overlap, at paragraph, sentence or word boun
 
 from __future__ import annotations
 
-import hashlib
 import re
-from dataclasses import dataclass, field
 from typing import Callable
 
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-from code_chunker import code_units, language_of
-from document_converter import ConvertedDocument, Section
+from code_chunker import code_units
+from doc_types import Chunk, ConvertedDocument, Section, chunk_id, language_of
 
 HEADING_SEPARATORS = ["\n# ", "\n## ", "\n### "]
 MARKDOWN_KINDS = {"pdf", "epub", "docx", "pptx", "html", "markdown"}
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
-
-
-@dataclass
-class Chunk:
-    id: str
-    text: str
-    source: str
-    title: str
-    chunk_index: int
-    page: int | None = None
-    start_line: int | None = None
-    end_line: int | None = None
-    heading_path: list[str] = field(default_factory=list)
-    slide: int | None = None
-    sheet: str | None = None
-    rows: list[int] | None = None  # [first, last] row of a sheet or CSV file, header row excluded
-    symbol: str | None = None  # the function, method or class of a code chunk: "Parser.parse_config"
-
-    @property
-    def lines(self) -> tuple[int, int] | None:
-        if self.start_line is None or self.end_line is None:
-            return None
-        return (self.start_line, self.end_line)
-
-    @property
-    def location(self) -> str:
-        """Where the chunk stands, as a person would cite it."""
-        return describe_location([self])
-
-    def embedding_text(self) -> str:
-        """The text embedded: the heading path gives a chunk its topic; code also gets its file and name."""
-        heading = " > ".join(self.heading_path)
-        if self.symbol or (self.start_line is not None and language_of(self.source)):
-            heading = f"{self.source} > {heading}" if heading else self.source
-        elif self.sheet:
-            heading = f"{self.sheet} > {heading}" if heading else self.sheet
-        return f"{heading}\n{self.text}" if heading else self.text
-
-
-def _span(numbers: list[int], one: str, many: str) -> str:
-    low, high = min(numbers), max(numbers)
-    return f"{one} {low}" if low == high else f"{many} {low}-{high}"
-
-
-def describe_location(chunks: list[Chunk]) -> str:
-    """Where a run of neighbouring chunks of one file stands: "page 3", "slides 2-3", "sheet Sales rows 2-40",
-    "lines 10-42 (Parser.parse_config)", or the heading path."""
-    pages = [c.page for c in chunks if c.page is not None]
-    if pages:
-        return _span(pages, "page", "pages")
-    slides = [c.slide for c in chunks if c.slide is not None]
-    if slides:
-        return _span(slides, "slide", "slides")
-    rows = [n for c in chunks if c.rows for n in c.rows]
-    if rows:
-        sheets = list(dict.fromkeys(c.sheet for c in chunks if c.sheet))
-        where = f"sheet {', '.join(sheets)} " if sheets else ""
-        return f"{where}{_span(rows, 'row', 'rows')}"
-    lines = [n for c in chunks if c.lines for n in c.lines]
-    if lines:
-        symbols = list(dict.fromkeys(c.symbol for c in chunks if c.symbol))
-        return f"lines {min(lines)}-{max(lines)}" + (f" ({', '.join(symbols)})" if symbols else "")
-    return " > ".join(chunks[0].heading_path) if chunks else ""
-
-
-def chunk_id(source: str, index: int, text: str) -> str:
-    content = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return hashlib.sha256(f"{source}\x00{index}\x00{content}".encode("utf-8")).hexdigest()[:32]
 
 
 def make_splitter(chunk_size: int, chunk_overlap: int, separators: list[str], markdown: bool) -> RecursiveCharacterTextSplitter:

@@ -1,9 +1,11 @@
 """The vector store: ChromaDB, embedded (default) or a `chroma run` server (CHROMA_HOST).
 
-We always pass embeddings to Chroma ourselves: its default embedding function would
-download a model on first use, which fails offline. The collection name carries a
-fingerprint of the embedding model, so switching models indexes into a new collection
-instead of mixing vectors of different models.
+The store takes and returns vectors and ids and never sees a model: the indexer embeds
+the chunks and the retriever the question. We always pass embeddings to Chroma ourselves:
+its default embedding function would download a model on first use, which fails offline.
+The collection name carries a fingerprint of the embedding model, so switching models
+indexes into a new collection instead of mixing vectors of different models. Without an
+embedding model there is no vector store at all: NullVectorStore stands in, with the reason.
 """
 
 from __future__ import annotations
@@ -16,9 +18,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from config import Settings
-from embeddings import EmbeddingBackend
+from doc_types import Chunk
 from errors import StoreError
-from text_splitter import Chunk
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
@@ -109,22 +110,34 @@ def _is_connection_error(exc: BaseException) -> bool:
     return "connect" in text and ("refused" in text or "error" in text)
 
 
+@dataclass(frozen=True)
+class VectorSpace:
+    """Which vectors a collection holds: the model that made them, their dimension, and a
+    short id of both (EmbeddingBackend.fingerprint) that ends the collection's name."""
+
+    model: str
+    dimension: int
+    fingerprint: str
+
+
 class VectorStore:
     """Chunks and their embeddings in a Chroma collection (embedded by default, or a server)."""
 
-    def __init__(self, settings: Settings, embedder: EmbeddingBackend, collection_name: str | None = None) -> None:
+    available = True
+
+    def __init__(self, settings: Settings, space: VectorSpace, collection_name: str | None = None) -> None:
         self.settings = settings
-        self.embedder = embedder
+        self.space = space
         self.client = self._connect(settings)
         base = collection_name or settings.collection_name
-        self.collection_name = f"{base}-{embedder.fingerprint()}"
+        self.collection_name = f"{base}-{space.fingerprint}"
         try:
             self.collection = self._wrap(self.client.get_or_create_collection(
                 name=self.collection_name,
                 metadata={
                     "hnsw:space": "cosine",
-                    "embedding_model": embedder.name,
-                    "dimension": embedder.dimension,
+                    "embedding_model": space.model,
+                    "dimension": space.dimension,
                 },
                 embedding_function=None,
             ))
@@ -166,12 +179,10 @@ class VectorStore:
                 "run `python main.py index --reindex` to rebuild it."
             ) from exc
 
-    def add_documents(self, chunks: list[Chunk], embeddings: list[list[float]] | None = None) -> int:
-        """Embed (unless given) and upsert chunks in batches; returns how many were written."""
+    def add_chunks(self, chunks: list[Chunk], embeddings: list[list[float]]) -> int:
+        """Upsert chunks with their embeddings (one per chunk) in batches; returns how many were written."""
         if not chunks:
             return 0
-        if embeddings is None:
-            embeddings = self.embedder.embed_documents([c.embedding_text() for c in chunks])
         batch = max(1, min(5000, self._max_batch()))
         for start in range(0, len(chunks), batch):
             part = chunks[start : start + batch]
@@ -203,10 +214,6 @@ class VectorStore:
         distances = result["distances"][0] if result.get("distances") else [0.0] * len(ids)
         return [VectorHit(id=i, score=1.0 - float(d)) for i, d in zip(ids, distances)]
 
-    def retrieve_context(self, question: str, k: int = 5, where: Where | None = None) -> list[VectorHit]:
-        """The k chunks closest in meaning to the question."""
-        return self.search(self.embedder.embed_query(question), k, where)
-
     def delete_source(self, source: str) -> int:
         ids = self.ids_for_source(source)
         self.delete_ids(ids)
@@ -216,6 +223,9 @@ class VectorStore:
         ids = list(ids)
         for start in range(0, len(ids), 5000):
             self.collection.delete(ids=ids[start : start + 5000])
+
+    def count(self) -> int:
+        return int(self.collection.count())
 
     def ids_for_source(self, source: str) -> list[str]:
         return list(self.collection.get(where={"source": source}, include=[])["ids"])
@@ -234,8 +244,8 @@ class VectorStore:
         return {
             "collection": self.collection_name,
             "chunks": self.collection.count(),
-            "embedding_model": self.embedder.name,
-            "dimension": self.embedder.dimension,
+            "embedding_model": self.space.model,
+            "dimension": self.space.dimension,
             "store": f"chroma server {self.settings.chroma_host}:{self.settings.chroma_port}"
             if self.settings.chroma_host
             else f"chroma embedded {self.settings.chroma_dir}",
@@ -254,3 +264,44 @@ class VectorStore:
             self.client.delete_collection(self.collection_name)
         except Exception:
             pass
+
+
+class NullVectorStore:
+    """The vector store when the embedding model cannot run: keyword search answers alone.
+
+    It holds nothing and finds nothing, so indexing and retrieval go on with the keyword
+    index; `available` is False and `reason` says why, for the warning the user sees.
+    """
+
+    available = False
+    collection_name = None
+
+    def __init__(self, reason: str = "no embedding model") -> None:
+        self.reason = reason
+
+    def add_chunks(self, chunks: list[Chunk], embeddings: list[list[float]]) -> int:
+        return 0
+
+    def search(self, query_embedding: list[float], k: int, where: Where | None = None) -> list[VectorHit]:
+        return []
+
+    def delete_source(self, source: str) -> int:
+        return 0
+
+    def delete_ids(self, ids: Iterable[str]) -> None:
+        pass
+
+    def count(self) -> int:
+        return 0
+
+    def ids_for_source(self, source: str) -> list[str]:
+        return []
+
+    def ids_by_source(self) -> dict[str, set[str]]:
+        return {}
+
+    def reset(self) -> None:
+        pass
+
+    def drop(self) -> None:
+        pass

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from document_converter import ConvertedDocument, Section, check_zip_size, decode_text, read_text_file
+from doc_types import ConvertedDocument, Section
 from errors import ConversionError
+from text_formats import check_zip_size, decode_text, read_text_file
 
 NEVER_CONTENT = ["script", "style", "noscript", "template", "iframe", "svg", "canvas", "form", "button", "select", "object", "embed"]
 PAGE_FURNITURE = ["nav", "aside", "header", "footer", "menu"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from text_splitter import Chunk
+from doc_types import Chunk
 
 Message = dict[str, str]
 

@@ -39,7 +39,7 @@ def scifact_words_and_queries(n_queries: int) -> tuple[list[str], list[str]]:
 
 
 def fill(rag, size: int, words: list[str], rng: random.Random, dim: int) -> float:
-    from text_splitter import Chunk
+    from doc_types import Chunk
 
     started = time.perf_counter()
     have = rag.keywords.count()
@@ -53,7 +53,7 @@ def fill(rag, size: int, words: list[str], rng: random.Random, dim: int) -> floa
             chunks.append(Chunk(id=f"syn{i:08d}", text=text, source=f"synthetic/{i // 50:05d}.txt", title="synthetic", chunk_index=i % 50, start_line=1, end_line=10))
         vectors = nprng.standard_normal((n, dim)).astype(np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        rag.vectors.add_documents(chunks, vectors.tolist())
+        rag.vectors.add_chunks(chunks, vectors.tolist())
         rag.keywords.add_chunks(chunks)
     return time.perf_counter() - started
 
@@ -61,7 +61,7 @@ def fill(rag, size: int, words: list[str], rng: random.Random, dim: int) -> floa
 def latencies(rag, queries: list[str], mode: str) -> list[float]:
     out = []
     for q in queries:
-        rag.embedder._embed_query_cached.cache_clear()  # measure the embedding too
+        rag.embedder.clear_query_cache()  # measure the embedding too
         t = time.perf_counter()
         rag.retriever.rank(q, mode=mode)
         out.append((time.perf_counter() - t) * 1000)

@@ -58,7 +58,7 @@ def embedder():
 
 
 @pytest.fixture
-def open_rag(make_settings, embedder, monkeypatch):
+def open_rag(make_settings, embedder):
     """RAGSystems on temp folders, sharing the session's real embedder instead of loading one each."""
     opened = []
 
@@ -85,12 +85,9 @@ def module_settings(home: Path, env: dict[str, str] | None = None, **overrides: 
 
 def rag_with(settings: Any, embedder: Any) -> Any:
     """A RAGSystem that uses the session's embedder instead of loading its own model."""
-    import embeddings
     from rag_system import RAGSystem
 
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(embeddings, "make_embedder", lambda *args, **kwargs: embedder)
-        return RAGSystem(settings)
+    return RAGSystem(settings, embedder=embedder)
 
 
 def require(path: Path) -> Path:

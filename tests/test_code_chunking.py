@@ -12,11 +12,11 @@ import ast
 
 import pytest
 
-from code_chunker import language_of
 from conftest import ROOT, module_settings, rag_with
-from document_converter import ConvertedDocument, Section, convert_document
+from doc_types import Chunk, ConvertedDocument, Section, language_of
+from document_converter import convert_document
 from retriever import Passage
-from text_splitter import Chunk, split_document
+from text_splitter import split_document
 
 OWN_MODULES = sorted(p for p in ROOT.glob("*.py"))
 
@@ -363,3 +363,14 @@ def test_a_query_naming_a_function_or_class_finds_its_definition_first(code_rag,
     best = code_rag.retrieve_context(query)[0]  # neighbouring chunks of a file merge into one passage
     assert best.source == source and symbol in [c.symbol for c in best.chunks]
     assert f"{symbol})" in best.location or f"{symbol}," in best.location
+
+
+def test_a_multi_part_question_naming_a_function_still_finds_its_definition_first(code_rag):
+    from question_intent import split_question
+
+    question = "Where is parse_config defined, and what do the notes say about reloading the settings?"
+    parts = split_question(question, code_rag.settings.multipart_min_chars)
+    assert len(parts) == 2
+    best = code_rag.retriever.retrieve(question, parts=parts)[0]
+    assert best.source == "settings_loader.py" and "parse_config" in [c.symbol for c in best.chunks]
+    assert "name" in best.found_by  # moved first by name-aware search, not by chance

@@ -13,7 +13,10 @@ import pytest
 
 import document_converter
 from conftest import THINKPYTHON_PDF, require
-from document_converter import NEEDS_OCR, ConvertedDocument, convert_document, decode_text
+from doc_types import ConvertedDocument
+from document_converter import convert_document
+from pdf_converter import NEEDS_OCR
+from text_formats import decode_text
 from errors import ConversionError
 
 

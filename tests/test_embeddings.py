@@ -79,22 +79,15 @@ def test_quantize_needs_the_onnx_backend():
     assert settings.embedding_quantize == "int8"
 
 
-def test_switching_models_reindexes_into_a_new_collection(make_settings, embedder, onnx_cache, monkeypatch):
+def test_switching_models_reindexes_into_a_new_collection(make_settings, embedder, onnx_cache):
     """Default -> ONNX int8 -> default: each model keeps its own collection; nothing is mixed."""
-    import embeddings
     from rag_system import RAGSystem
 
-    real_make = embeddings.make_embedder
-
-    def make(settings):  # the session's torch model for the default backend, the real ONNX one otherwise
-        return embedder if settings.embedding_backend == "sentence-transformers" else real_make(settings)
-
-    monkeypatch.setattr(embeddings, "make_embedder", make)
     base = dict(model_cache_dir=str(onnx_cache))
     settings = make_settings(**base)
     _write_docs(settings)
 
-    rag = RAGSystem(settings)
+    rag = RAGSystem(settings, embedder=embedder)  # the session's torch model for the default backend
     try:
         assert rag.index().chunks_embedded == 3
         default_collection = rag.vectors.collection_name
@@ -132,7 +125,7 @@ def test_ollama_embeddings_index_and_search(make_settings, monkeypatch):
             assert meta["embedding_model"] == "ollama-nomic-embed-text" and meta["dimension"] == 768
             top = rag.retrieve_context("volcano magma crust", where=None)
             assert top[0].source == "volcano.txt"
-            vector_only = rag.vectors.retrieve_context("magma rises through the crust", k=1)
+            vector_only = rag.vectors.search(rag.embedder.embed_query("magma rises through the crust"), 1)
             assert vector_only and vector_only[0].id in rag.indexer.manifest.files["volcano.txt"].chunk_ids
         finally:
             rag.close()
@@ -155,7 +148,7 @@ def test_ollama_embedding_errors_say_what_to_do(make_settings):
     _write_docs(settings)
     rag = RAGSystem(settings)
     try:
-        assert rag.vectors is None and "not answering" in (rag.warning or "")
+        assert not rag.vectors.available and "not answering" in (rag.warning or "")
         rag.index()
         assert rag.retrieve_context("volcano magma")[0].source == "volcano.txt"
     finally:

@@ -29,12 +29,9 @@ def test_slice_keeps_the_judged_documents_and_fills_to_ten_per_query():
 
 
 @pytest.mark.slow
-def test_scifact_slice_scores_sanely_in_every_mode(make_settings, embedder, monkeypatch):
-    import embeddings
-
-    monkeypatch.setattr(embeddings, "make_embedder", lambda *args, **kwargs: embedder)
+def test_scifact_slice_scores_sanely_in_every_mode(make_settings, embedder):
     settings = make_settings(chunk_size=2000, chunk_overlap=200)  # about half the chunks to embed: a faster test
-    results = {r["mode"]: r for r in evaluate_beir_modes(settings, require(SCIFACT), ["hybrid", "vector", "bm25"], limit=30)}
+    results = {r["mode"]: r for r in evaluate_beir_modes(settings, require(SCIFACT), ["hybrid", "vector", "bm25"], limit=30, embedder=embedder)}
     for result in results.values():
         assert result["docs"] == 300 and result["queries"] == 30
         assert result["ndcg@10"] > 0.4
@@ -42,12 +39,9 @@ def test_scifact_slice_scores_sanely_in_every_mode(make_settings, embedder, monk
     assert results["hybrid"]["ndcg@10"] >= min(results["vector"]["ndcg@10"], results["bm25"]["ndcg@10"])
 
 
-def test_eval_json_has_the_documented_keys(make_settings, embedder, monkeypatch, capsys):
-    import embeddings
-
-    monkeypatch.setattr(embeddings, "make_embedder", lambda *args, **kwargs: embedder)
+def test_eval_json_has_the_documented_keys(make_settings, embedder, capsys):
     args = argparse.Namespace(beir=str(require(SCIFACT)), qa=None, docs=None, split="train", mode="bm25", limit=3, k=5, answers=False, json=True)
-    assert run_eval_command(make_settings(), args) == 0
+    assert run_eval_command(make_settings(), args, embedder) == 0
     result = json.loads(capsys.readouterr().out)
     assert JSON_KEYS <= set(result)
     assert result["queries"] == 3

@@ -23,7 +23,7 @@ def test_corrupt_embedding_model_falls_back_to_keyword_search_with_a_warning(mak
     (settings.docs_dir / "notes.md").write_text("# Bees\n\nHoneybees dance to show where flowers are.\n", encoding="utf-8")
     rag = RAGSystem(settings)
     try:
-        assert rag.vectors is None
+        assert not rag.vectors.available
         stats = rag.stats()
         assert "Keyword search only" in stats["warning"] and "corrupt" in stats["warning"]
         assert stats["retrieval_mode"].startswith("bm25")
@@ -96,5 +96,34 @@ def test_disk_full_while_indexing_is_a_clear_error_and_nothing_half_written(make
         assert "a.md" not in rag.indexer.manifest.files  # not recorded as indexed
         rag.index()
         assert rag.indexer.check() == []
+    finally:
+        rag.close()
+
+
+def test_the_llm_backend_handed_in_answers_and_is_kept_after_a_failure(make_settings, embedder):
+    from errors import GenerationError
+    from llm_handler import LLMBackend
+
+    class Scripted(LLMBackend):
+        name = "scripted"
+
+        def __init__(self) -> None:
+            self.replies: list = [GenerationError("the model stopped"), "Bees dance to share where flowers are [1]."]
+
+        def stream(self, messages, max_tokens=None):
+            reply = self.replies.pop(0)
+            if isinstance(reply, Exception):
+                raise reply
+            yield reply
+
+    llm = Scripted()
+    settings = make_settings(llm_backend="auto")  # auto chooses again after a failure, unless one was handed in
+    (settings.docs_dir / "bees.md").write_text("# Bees\n\nHoneybees dance to show where flowers are.\n", encoding="utf-8")
+    rag = RAGSystem(settings, embedder=embedder, llm=llm)
+    try:
+        rag.index()
+        assert "the model stopped" in (rag.ask("Why do honeybees dance?").error or "")
+        assert rag.llm is llm and rag.model_name() == "scripted"
+        assert rag.ask("Why do honeybees dance?").text.startswith("Bees dance")
     finally:
         rag.close()

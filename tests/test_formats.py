@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from conftest import module_settings, rag_with
-from document_converter import ConvertedDocument, convert_document
+from doc_types import ConvertedDocument
+from document_converter import convert_document
 from ollama_standin import OllamaStandin
 from text_splitter import split_document
 

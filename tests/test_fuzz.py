@@ -6,7 +6,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from document_converter import ConvertedDocument, ConversionError, Section, convert_document
+from doc_types import ConvertedDocument, Section
+from document_converter import convert_document
+from errors import ConversionError
 from text_splitter import split_document
 
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -21,7 +21,7 @@ from grounding import PassageSentences, assess_relevance, check_grounding, split
 from llm_handler import REFUSAL
 from rag_system import Answer
 from retriever import Passage
-from text_splitter import Chunk
+from doc_types import Chunk
 
 TUPLES = (
     "A tuple is a sequence of values. The values can be any type, and they are indexed by integers, "

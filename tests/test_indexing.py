@@ -262,7 +262,7 @@ def test_check_finds_chunks_missing_from_the_keyword_index_and_repair_restores_t
 
 
 def test_check_finds_stray_chunks_unknown_to_the_manifest(rag):
-    from text_splitter import Chunk
+    from doc_types import Chunk
 
     stray = Chunk(id="stray", text="left behind by a crash", source="ghost.txt", title="ghost", chunk_index=0)
     rag.keywords.add_chunks([stray])

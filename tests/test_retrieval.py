@@ -17,7 +17,7 @@ from conftest import SCIFACT, module_settings, rag_with, require
 from keyword_index import TOKENIZER_VERSION, KeywordIndex, index_text, split_identifier, tokenize
 from rag_system import RAGSystem
 from retriever import Passage, add_neighbour_context, cap_per_file, merge_neighbours, reciprocal_rank_fusion, score_blend
-from text_splitter import Chunk
+from doc_types import Chunk
 
 # ------------------------------------------------------------------ tokens
 

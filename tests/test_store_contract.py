@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from document_converter import ConvertedDocument, Section
+from doc_types import ConvertedDocument, Section
 from serving import ServerDidNotStart, free_port, running, wait_for
 from text_splitter import split_document
 
@@ -50,14 +50,14 @@ def chroma_server(tmp_path_factory):
 
 @pytest.fixture(params=["embedded", pytest.param("server", marks=pytest.mark.chroma_server)])
 def store(request, make_settings, embedder):
-    from vector_store import VectorStore
+    from data_folder import open_vector_store
 
     if request.param == "server":
         host, port = request.getfixturevalue("chroma_server")
         settings = make_settings(chroma_host=host, chroma_port=port, collection_name=f"t{time.time_ns()}")
     else:
         settings = make_settings()
-    vs = VectorStore(settings, embedder)
+    vs = open_vector_store(settings, embedder)
     yield vs
     vs.drop()
 
@@ -70,53 +70,63 @@ def _chunks(source: str, paragraphs: list[str]):
     return split_document(_doc(source, paragraphs), chunk_size=200, chunk_overlap=40)
 
 
-def test_added_chunks_are_found_by_meaning(store):
-    store.add_documents(_chunks("pets.txt", ["Cats purr when they are content and sleep most of the day."]))
-    store.add_documents(_chunks("cars.txt", ["A diesel engine ignites fuel by compressing air in the cylinder."]))
-    hits = store.retrieve_context("Why does my kitten make a rumbling sound?", k=2)
+def _add(store, embedder, chunks) -> int:
+    """What the indexer does: embed the chunks, hand the store their vectors."""
+    return store.add_chunks(chunks, embedder.embed_documents([c.embedding_text() for c in chunks]))
+
+
+def _search(store, embedder, question: str, k: int, where=None):
+    """What the retriever does: embed the question, search by its vector."""
+    return store.search(embedder.embed_query(question), k, where)
+
+
+def test_added_chunks_are_found_by_meaning(store, embedder):
+    _add(store, embedder, _chunks("pets.txt", ["Cats purr when they are content and sleep most of the day."]))
+    _add(store, embedder, _chunks("cars.txt", ["A diesel engine ignites fuel by compressing air in the cylinder."]))
+    hits = _search(store, embedder, "Why does my kitten make a rumbling sound?", 2)
     assert hits[0].id in store.ids_for_source("pets.txt")
     assert 0.0 < hits[0].score <= 1.0
 
 
-def test_adding_the_same_chunks_twice_does_not_duplicate(store):
+def test_adding_the_same_chunks_twice_does_not_duplicate(store, embedder):
     chunks = _chunks("a.txt", ["alpha " * 30, "beta " * 30, "gamma " * 30])
-    store.add_documents(chunks)
-    store.add_documents(chunks)
+    _add(store, embedder, chunks)
+    _add(store, embedder, chunks)
     assert store.get_collection_stats()["chunks"] == len(chunks)
 
 
-def test_delete_source_removes_only_that_file(store):
-    store.add_documents(_chunks("keep.txt", ["This file stays in the index."]))
-    store.add_documents(_chunks("drop.txt", ["This file is deleted from the index."]))
+def test_delete_source_removes_only_that_file(store, embedder):
+    _add(store, embedder, _chunks("keep.txt", ["This file stays in the index."]))
+    _add(store, embedder, _chunks("drop.txt", ["This file is deleted from the index."]))
     assert store.delete_source("drop.txt") == 1
     assert set(store.ids_by_source()) == {"keep.txt"}
 
 
-def test_where_filter_limits_results_to_one_file(store):
-    store.add_documents(_chunks("one.md", ["Rivers flow to the sea."]))
-    store.add_documents(_chunks("two.txt", ["Rivers carry sediment downstream."]))
-    hits = store.retrieve_context("rivers", k=5, where={"source": "two.txt"})
+def test_where_filter_limits_results_to_one_file(store, embedder):
+    _add(store, embedder, _chunks("one.md", ["Rivers flow to the sea."]))
+    _add(store, embedder, _chunks("two.txt", ["Rivers carry sediment downstream."]))
+    hits = _search(store, embedder, "rivers", 5, {"source": "two.txt"})
     assert [h.id for h in hits] == store.ids_for_source("two.txt")
-    hits = store.retrieve_context("rivers", k=5, where={"ext": ["md"]})
+    hits = _search(store, embedder, "rivers", 5, {"ext": ["md"]})
     assert [h.id for h in hits] == store.ids_for_source("one.md")
 
 
-def test_collection_records_model_and_dimension(store):
+def test_collection_records_model_and_dimension(store, embedder):
     stats = store.get_collection_stats()
     assert stats["embedding_model"] == "all-MiniLM-L6-v2"
     assert stats["dimension"] == 384
     assert store.collection.metadata["dimension"] == 384
-    assert store.collection_name.endswith(store.embedder.fingerprint())
+    assert store.collection_name.endswith(embedder.fingerprint())
 
 
 @pytest.mark.chroma_server
-def test_rag_system_indexes_and_answers_retrieval_against_the_server(make_settings, chroma_server, tmp_path):
+def test_rag_system_indexes_and_answers_retrieval_against_the_server(make_settings, chroma_server, embedder, tmp_path):
     from rag_system import RAGSystem
 
     host, port = chroma_server
     settings = make_settings(chroma_host=host, chroma_port=port, collection_name=f"rag{time.time_ns()}")
     (settings.docs_dir / "notes.md").write_text("# Garden\n\nTomatoes need six hours of sun a day.\n", encoding="utf-8")
-    rag = RAGSystem(settings)
+    rag = RAGSystem(settings, embedder=embedder)
     try:
         report = rag.index()
         assert report.added == ["notes.md"]
@@ -146,13 +156,13 @@ def _start_server(path: Path, port: int) -> subprocess.Popen:
 @pytest.mark.chroma_server
 def test_server_restart_is_survived_and_a_dead_server_gives_a_clear_error(make_settings, embedder, tmp_path):
     from errors import StoreError
-    from vector_store import VectorStore
+    from data_folder import open_vector_store
 
     port = free_port()
     proc = _start_server(tmp_path / "srv", port)
     try:
-        store = VectorStore(make_settings(chroma_host="127.0.0.1", chroma_port=port), embedder)
-        store.add_documents(_chunks("kept.txt", ["Nothing indexed is lost when the server restarts."]))
+        store = open_vector_store(make_settings(chroma_host="127.0.0.1", chroma_port=port), embedder)
+        _add(store, embedder, _chunks("kept.txt", ["Nothing indexed is lost when the server restarts."]))
         proc.terminate()
         proc.wait(timeout=20)
         restarted = threading.Timer(1.0, lambda: holder.append(_start_server(tmp_path / "srv", port)))
@@ -170,3 +180,13 @@ def test_server_restart_is_survived_and_a_dead_server_gives_a_clear_error(make_s
     with pytest.raises(StoreError, match="not answering"):
         store.collection.count()
     assert time.monotonic() - started > 5  # it retried with backoff before giving up
+
+
+def test_the_null_store_of_keyword_only_mode_holds_and_finds_nothing():
+    from vector_store import NullVectorStore
+
+    store = NullVectorStore("the embedding model is corrupt")
+    chunks = _chunks("a.txt", ["Nothing is kept without an embedding model."])
+    assert store.add_chunks(chunks, [[1.0, 0.0]]) == 0
+    assert store.search([1.0, 0.0], 5) == [] and store.count() == 0 and store.ids_by_source() == {}
+    assert not store.available and store.reason == "the embedding model is corrupt"

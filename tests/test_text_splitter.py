@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from conftest import THINKPYTHON_PDF, require
-from document_converter import ConvertedDocument, Section, convert_document
-from text_splitter import Chunk, split_document
+from doc_types import Chunk, ConvertedDocument, Section
+from document_converter import convert_document
+from text_splitter import split_document
 
 
 def text_doc(text: str, source: str = "notes.txt", kind: str = "text") -> ConvertedDocument:

@@ -1,0 +1,90 @@
+"""How docqa's modules may import each other: no loops, and stores that know no model.
+
+The import graph is read from the source with `ast`, imports inside functions included,
+so a lazy import counts as much as one at the top. The rules are data: add a row to
+FORBIDDEN to keep a module away from others.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+OUR_MODULES = {p.stem: p for p in sorted(ROOT.glob("*.py"))}
+
+# module -> modules it must not import, directly or inside a function
+FORBIDDEN: dict[str, set[str]] = {
+    "doc_types": set(OUR_MODULES) - {"doc_types"},
+    "vector_store": {"text_splitter", "embeddings", "onnx_export", "document_converter", "text_formats",
+                     "pdf_converter", "office_formats", "web_formats", "data_formats", "converter_workers"},
+    "keyword_index": {"text_splitter", "embeddings", "onnx_export", "document_converter", "text_formats",
+                      "pdf_converter", "office_formats", "web_formats", "data_formats", "converter_workers"},
+}
+
+
+def imports_of(path: Path) -> set[str]:
+    """The modules of ours that a file imports, anywhere in it."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return (found & set(OUR_MODULES)) - {path.stem}
+
+
+def import_graph() -> dict[str, set[str]]:
+    return {name: imports_of(path) for name, path in OUR_MODULES.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(graph[node]):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_loop_finder_finds_a_loop():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_two_modules_import_each_other_directly_or_through_a_loop():
+    assert cycles(import_graph()) == []
+
+
+@pytest.mark.parametrize("module", sorted(FORBIDDEN))
+def test_a_module_imports_none_of_what_it_must_not(module):
+    assert imports_of(OUR_MODULES[module]) & FORBIDDEN[module] == set()
