@@ -12,6 +12,7 @@ its checks.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -50,20 +51,46 @@ def sentence_scores(sentences: PassageSentences, question_vector: np.ndarray, qu
     return out
 
 
+_TABLE_RULE = re.compile(r"^\|?[\s:|-]+\|?$")
+
+
 def _quotable(text: str) -> bool:
+    """A sentence or a table row worth quoting: not a heading, a code line or a table's rule."""
     stripped = text.strip()
-    return len(stripped.split()) >= MIN_QUOTE_WORDS and not stripped.startswith(("#", "|", ">>>", "```"))
+    if stripped.startswith("|"):
+        cells = [c for c in stripped.strip("|").split("|") if c.strip()]
+        return len(cells) >= 2 and not _TABLE_RULE.match(stripped)
+    return len(stripped.split()) >= MIN_QUOTE_WORDS and not stripped.startswith(("#", ">>>", "```"))
+
+
+QUOTE_CHARS = 320
+"""A quote runs on past its best sentence while it is shorter than this: the sentence that
+matches a "how do I" question best usually introduces the steps, commands or code after it."""
+
+
+def _quote_window(texts: Sequence[str], i: int) -> str:
+    window = [texts[i].strip()]
+    for following in texts[i + 1 :]:
+        if sum(len(t) for t in window) >= QUOTE_CHARS or following.lstrip().startswith("#"):
+            break
+        window.append(following.strip())
+    return "\n".join(window) if any(_CODE_LINE.match(t) for t in window[1:]) else " ".join(window)
+
+
+_CODE_LINE = re.compile(r"^(\$ |>>> |[a-z_][\w.-]* [\w.-]+$|`)")
 
 
 def select_quotes(sentences: PassageSentences, scores: Sequence[np.ndarray], most: int = 2) -> list[Quote]:
-    """The best-scoring quotable sentences, best first: one, or two when the second is nearly as good."""
+    """The best-scoring quotable sentences, best first, each with what follows it in its passage:
+    one, or two when the second is nearly as good."""
     ranked = sorted(
-        (Quote(n, sentences.texts[n - 1][i].strip(), float(s[i])) for n, s in enumerate(scores, start=1) for i in range(len(s))),
+        (Quote(n, _quote_window(sentences.texts[n - 1], i), float(s[i])) for n, s in enumerate(scores, start=1) for i in range(len(s))
+         if _quotable(sentences.texts[n - 1][i])),
         key=lambda q: -q.score,
     )
     picked: list[Quote] = []
     for quote in ranked:
-        if not _quotable(quote.text) or any(quote.text == p.text for p in picked):
+        if any(quote.text == p.text or p.text in quote.text or quote.text in p.text for p in picked):
             continue
         if picked and quote.score < picked[0].score - QUOTE_MARGIN:
             break

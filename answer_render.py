@@ -213,6 +213,15 @@ def quotes_markdown(quotes: Sequence[Mapping[str, object]]) -> str:
     return "\n\n".join(blocks)
 
 
+def quote_lines(quotes: Sequence[Mapping[str, object]]) -> str:
+    """The quotes as plain text for a terminal: each verbatim, then its place."""
+    blocks = []
+    for q in quotes:
+        text = " ".join(str(q["text"]).split())
+        blocks.append(f"  “{text}”\n    — [{q['passage']}] {q['location']}")
+    return "\n".join(blocks)
+
+
 def _marked_text(answer: AnswerView) -> tuple[str, bool]:
     """The answer text as markdown with its unsupported sentences marked; and whether any were."""
     text = answer.text

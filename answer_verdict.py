@@ -17,6 +17,9 @@ from answer_context import Quote
 from grounding import CITATION, Grounding, split_sentences
 
 
+NO_BACKING = "no passage backs what the model wrote"
+
+
 @dataclass
 class Verdict:
     shown: bool
@@ -38,7 +41,7 @@ def judge(
         first = found[0]
         return Verdict(False, f"it does not match the passages: {first.reason}", found)
     if grounding is not None and grounding.checked and not any(s.supported for s in grounding.checked):
-        return Verdict(False, "no passage backs what the model wrote")
+        return Verdict(False, NO_BACKING)
     return Verdict(True)
 
 

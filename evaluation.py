@@ -301,48 +301,86 @@ def evaluate_qa(
 
 def score_answers(rag: Any, answerable: list[dict[str, Any]], unanswerable: list[dict[str, Any]], k: int) -> dict[str, Any]:
     """Answer accuracy (must_contain), refusals where the documents have no answer, false
-    refusals where they do, and the share of answer sentences the grounding check supports.
+    refusals where they do, and how well the checks catch wrong answers.
 
     An answer counts as a refusal when docqa refused (the relevance gate, or the model
-    declining) or its text reads as one. `must_contain` is checked on the answer text
-    only, never on the passages listed under a refusal.
+    declining) or its text reads as one. `must_contain` is checked on the answer shown
+    (the model's text, or the quotes when the checks set it aside), never on the passages
+    listed under a refusal; `model_contains` on the model's own text. A wrong model answer
+    is "flagged" when it was set aside or has sentences marked unsupported: the detector's
+    recall is the share of wrong model answers flagged, its precision the share of flagged
+    ones that were wrong. "Unwarned wrong" answers are shown, wrong, with no flag at all.
     """
-    contains = false_refusals = refusals = 0
-    supported = checked = 0
-    model = ""
-    latencies: list[float] = []
-    per_item: list[dict[str, Any]] = []
-    for it in answerable + unanswerable:
-        started = time.perf_counter()
-        answer = rag.ask(it["question"], k=k)
-        latencies.append(time.perf_counter() - started)
-        model = answer.model or model
-        refused = answer.refused or is_refusal(answer.text)
-        row: dict[str, Any] = {"id": it.get("id"), "refused": refused, "kind": answer.kind}
-        if it.get("pages"):
-            text = "" if refused else answer.text.lower()
-            hit = all(s.lower() in text for s in it.get("must_contain", []))
-            contains += hit
-            false_refusals += refused
-            row["contains"] = hit
-            if not refused:
-                supported += answer.sentences_checked - len(answer.unsupported)
-                checked += answer.sentences_checked
-        else:
-            refusals += refused
-        row["unsupported"] = len(answer.unsupported)
-        row["similarity"] = answer.relevance.get("similarity")
-        per_item.append(row)
+    rows = [_answer_row(rag, it, k) for it in answerable + unanswerable]
+    ans = [r for r in rows if r["answerable"]]
+    un = [r for r in rows if not r["answerable"]]
+    answered = [r for r in ans if not r["refused"]]
+    wrong = [r for r in answered if not r["model_contains"]]
+    flagged = [r for r in answered if r["flagged"]]
+    checked = sum(r["sentences_checked"] for r in answered)
+    supported = sum(r["sentences_checked"] - r["unsupported"] for r in answered)
+
+    def share(part: int, whole: int) -> float | None:
+        return round(part / whole, 4) if whole else None
+
     return {
-        "answer_contains": round(contains / max(1, len(answerable)), 4),
-        "refusal_rate": round(refusals / max(1, len(unanswerable)), 4),
-        "false_refusal_rate": round(false_refusals / max(1, len(answerable)), 4),
-        "supported_sentence_share": round(supported / checked, 4) if checked else None,
+        "answer_contains": round(sum(r["contains"] for r in ans) / max(1, len(ans)), 4),
+        "model_contains": round(sum(r["model_contains"] for r in ans) / max(1, len(ans)), 4),
+        "refusal_rate": round(sum(r["refused"] for r in un) / max(1, len(un)), 4),
+        "false_refusal_rate": round(sum(r["refused"] for r in ans) / max(1, len(ans)), 4),
+        "set_aside": sum(r["set_aside"] for r in answered),
+        "unwarned_wrong_share": share(sum(1 for r in answered if not r["contains"] and not r["flagged"]), len(answered)),
+        "detector_recall": share(sum(r["flagged"] for r in wrong), len(wrong)),
+        "detector_precision": share(sum(not r["model_contains"] for r in flagged), len(flagged)),
+        "supported_sentence_share": share(supported, checked),
         "sentences_checked": checked,
-        "answer_model": model,
-        "answer_s_p50": round(percentile(latencies, 50), 2),
-        "answer_s_p95": round(percentile(latencies, 95), 2),
-        "answer_items": per_item,
+        "answer_model": next((r["model"] for r in rows if r["model"]), ""),
+        "quotes_s_p50": _p50(r["quotes_s"] for r in rows),
+        "first_token_s_p50": _p50(r["first_token_s"] for r in rows),
+        "answer_s_p50": round(percentile([r["total_s"] for r in rows], 50), 2),
+        "answer_s_p95": round(percentile([r["total_s"] for r in rows], 95), 2),
+        "answer_items": rows,
+    }
+
+
+def _p50(values: Any) -> float | None:
+    present = [v for v in values if v is not None]
+    return round(percentile(present, 50), 2) if present else None
+
+
+def _answer_row(rag: Any, item: dict[str, Any], k: int) -> dict[str, Any]:
+    """One question asked as a user would, streamed: when the quotes came, what was shown, what was flagged."""
+    started = time.perf_counter()
+    quotes_s = None
+    answer = None
+    for answer in rag.stream_answer(item["question"], k=k):
+        if answer.quotes and quotes_s is None:
+            quotes_s = time.perf_counter() - started
+    assert answer is not None
+    refused = answer.refused or is_refusal(answer.text)
+    wanted = [s.lower() for s in item.get("must_contain", [])]
+    model_text = answer.set_aside if answer.set_aside is not None else answer.text
+
+    def holds(text: str) -> bool:
+        return not refused and all(s in text.lower() for s in wanted)
+
+    return {
+        "id": item.get("id"),
+        "answerable": bool(item.get("pages")),
+        "refused": refused,
+        "kind": answer.kind,
+        "contains": holds(answer.text),
+        "model_contains": holds(model_text),
+        "set_aside": answer.set_aside is not None,
+        "flagged": answer.set_aside is not None or bool(answer.unsupported),
+        "unsupported": len(answer.unsupported),
+        "sentences_checked": answer.sentences_checked,
+        "similarity": answer.relevance.get("similarity"),
+        "model": answer.model,
+        "quotes_s": quotes_s,
+        "first_token_s": answer.timings.get("first_token_s"),
+        "total_s": time.perf_counter() - started,
+        "notice": answer.notice,
     }
 
 

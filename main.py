@@ -11,6 +11,7 @@ import dataclasses
 import json
 import logging
 import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from config import Settings, describe_settings, load_settings
@@ -162,16 +163,9 @@ def cmd_ask(rag: RAGSystem, args: argparse.Namespace) -> int:
         whole = rag.ask(args.question, k=args.k, where=where)
         print(json.dumps(whole.to_json(), ensure_ascii=False, indent=2))
         return 0 if not whole.error else 1
-    printed = 0
-    answer: Answer | None = None
-    for answer in rag.stream_answer(args.question, k=args.k, where=where):
-        sys.stdout.write(answer.text[printed:])
-        sys.stdout.flush()
-        printed = len(answer.text)
+    answer = stream_to_terminal(rag.stream_answer(args.question, k=args.k, where=where))
     if answer is None:
         return 1
-    if not answer.text.endswith("\n"):
-        print()
     if answer.sub_questions:
         print(f"\nSearched in parts: {' | '.join(answer.sub_questions)}")
     if answer.unsupported:
@@ -184,6 +178,37 @@ def cmd_ask(rag: RAGSystem, args: argparse.Namespace) -> int:
         for n, passage in enumerate(answer.passages, start=1):
             print(source_line(n, passage))
     return 0 if not answer.error else 1
+
+
+def stream_to_terminal(updates: Iterator[Answer]) -> Answer | None:
+    """Print the quotes as soon as they are found, then the model's answer as it streams.
+
+    When the checks set the model's text aside, it has already been printed: the notice
+    says so, and the quotes above stand as the answer.
+    """
+    from answer_render import quote_lines
+
+    printed = 0
+    quoted = False
+    answer: Answer | None = None
+    for answer in updates:
+        if answer.quotes and not quoted and not answer.refused:
+            quoted = True
+            print("From the documents:\n" + quote_lines(answer.quotes) + "\n\nAnswer:", flush=True)
+        if answer.set_aside is None:
+            sys.stdout.write(answer.text[printed:])
+            sys.stdout.flush()
+            printed = len(answer.text)
+    if answer is None:
+        return None
+    if answer.set_aside is not None and not quoted:
+        print(answer.text)
+    print()
+    if answer.notice:
+        print(f"\n⚠ {answer.notice}" + (" (the quotes above)" if answer.set_aside is not None and quoted else ""))
+    if answer.model_hint:
+        print(f"\n{answer.model_hint}")
+    return answer
 
 
 def cmd_stats(rag: RAGSystem, args: argparse.Namespace) -> int:

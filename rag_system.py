@@ -17,6 +17,7 @@ from typing import Any, Iterator, Literal
 
 import embeddings
 from answer_context import compact_passages, select_quotes, sentence_scores
+from answer_render import CITATION
 from answer_render import is_refusal as model_refused  # the one refusal rule, shared with the evaluation
 from config import Settings
 from data_folder import DataLock, ensure_writable, open_stores_or_rebuild
@@ -334,12 +335,13 @@ class RAGSystem:
             answer.timings["quotes_s"] = time.perf_counter() - started
             yield answer
         yield from self._generate(answer, search, history or [], started, checks)
-        if answer.text and not answer.error and model_refused(answer.text):
+        declined = bool(answer.text and not answer.error and model_refused(answer.text))
+        if declined and answer.quotes:
+            self._quotes_stand(answer, checks, "the model found no answer in the passages; check whether these sentences answer your question")
+        elif declined:
             answer.kind, answer.refused = "refusal", True
-        if checks and answer.text and not answer.error:
-            grounding = self._ground(answer, checks)
-            if not answer.refused:
-                self._judge(answer, checks, search, grounding)
+        elif checks and answer.text and not answer.error:
+            self._judge(answer, checks, search, self._ground(answer, checks))
         yield self._finish(answer, started)
 
     def ask(
@@ -414,11 +416,22 @@ class RAGSystem:
         ]
 
     def _judge(self, answer: Answer, checks: Any, question: str, grounding: Any) -> None:
-        """Keep the model's text, or let the quotes stand as the answer with the reason (answer_verdict.py)."""
-        from answer_verdict import add_missing_citations, judge, quotes_markdown
+        """Keep the model's text, or let the quotes stand as the answer with the reason (answer_verdict.py).
+
+        A right claim cited to the wrong passage is kept: when nothing backs the answer as
+        cited, it is checked again against every passage and its citations are set from that.
+        """
+        from answer_verdict import NO_BACKING, add_missing_citations, judge
 
         texts = [p.text for p in answer.passages]
         verdict = judge(answer.text, grounding, texts, question, answer.tidied)
+        if not verdict.shown and verdict.reason == NO_BACKING and CITATION.search(answer.text):
+            uncited = " ".join(CITATION.sub(" ", answer.text).split(" ")).replace("  ", " ").strip()
+            answer.text = uncited
+            regrounded = self._ground(answer, checks)
+            again = judge(uncited, regrounded, texts, question, answer.tidied)
+            if again.shown:
+                verdict, grounding = again, regrounded
         if verdict.shown:
             answer.text = add_missing_citations(answer.text, grounding)
             return
@@ -426,9 +439,14 @@ class RAGSystem:
             answer.notice = f"Check this answer against the sources: {verdict.reason}."
             answer.unsupported = answer.unsupported or claim_sentences(answer.text, [REFUSAL])
             return
-        answer.set_aside, answer.notice = answer.text, f"The model's answer was set aside: {verdict.reason}. The passages say:"
-        from answer_context import Quote
+        self._quotes_stand(answer, checks, verdict.reason)
 
+    def _quotes_stand(self, answer: Answer, checks: Any, reason: str) -> None:
+        """The model's text is set aside (one click away in the UI); the verbatim quotes are the answer."""
+        from answer_context import Quote
+        from answer_verdict import quotes_markdown
+
+        answer.set_aside, answer.notice = answer.text, f"The model's answer was set aside: {reason}. The passages say:"
         quotes = [Quote(q["passage"], q["text"], 0.0) for q in answer.quotes]
         answer.text = quotes_markdown(quotes, [p.label for p in answer.passages])
         answer.unsupported = []

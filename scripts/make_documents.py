@@ -54,6 +54,14 @@ EXPECTED_SOURCES = {
     },
 }
 
+EXAMPLE_ANSWERS = {
+    EXAMPLE_QUESTIONS[0]: [["make run"], ["make test"]],
+    EXAMPLE_QUESTIONS[1]: [["1000"]],
+    EXAMPLE_QUESTIONS[2]: [["no cloud", "stay on your computer", "stays on your computer", "never leave", "does not send"]],
+    EXAMPLE_QUESTIONS[3]: [["ollama pull llama3.2"]],
+}
+"""What a right answer to each example question says: every group must be met, by any one of its phrases."""
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "documents"
 

@@ -265,10 +265,14 @@ def watch_answer(page: Any) -> None:
     page.evaluate(
         """() => {
             window.__answerLengths = [];
+            window.__answerTexts = [];
             const chat = document.querySelector('#docqa-chat');
             new MutationObserver(() => {
                 const bots = chat.querySelectorAll('[data-testid="bot"]');
-                if (bots.length) window.__answerLengths.push(bots[bots.length - 1].innerText.trim().length);
+                if (!bots.length) return;
+                const text = bots[bots.length - 1].innerText.trim();
+                window.__answerLengths.push(text.length);
+                window.__answerTexts.push(text.slice(0, 80));
             }).observe(chat, {subtree: true, childList: true, characterData: true});
         }"""
     )
@@ -330,6 +334,10 @@ def test_example_question_streams_a_cited_answer_with_its_pdf_page(page, tmp_pat
     growing = sorted({n for n in lengths if 0 < n < len(final)})
     assert len(growing) >= 3, f"the answer arrived in one piece, not streamed: lengths seen {lengths}"
     expect(page.locator("#docqa-chat [data-testid='user']")).to_have_text(question)
+    # The quote comes first, verbatim with its place, before the model has written a word.
+    shown = [t for t in page.evaluate("window.__answerTexts") if t.strip("… \n")]
+    assert shown and shown[0].startswith("From the documents:"), shown[:3]
+    assert "make run" in final.split("Answer:")[0] and final.index("From the documents:") < final.index("Answer:")
 
     sources = page.locator("#docqa-sources")
     # The card names the page, or the page range when neighbouring chunks across a page break merged.
@@ -491,3 +499,35 @@ def test_config_command_hides_the_password(make_settings):
 
     rows = {name: value for name, value, _ in describe_settings(make_settings(docqa_auth="me:pw"))}
     assert rows["DOCQA_AUTH"] == "********"
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_a_wrong_model_answer_is_set_aside_for_the_quotes_with_a_notice(browser, tmp_path_factory):
+    """Ollama (the stand-in) answers with a changed number: the quote stands, the notice says why."""
+    from playwright.sync_api import expect
+
+    from ollama_standin import OllamaStandin
+
+    tmp = tmp_path_factory.mktemp("set_aside")
+    docs = tmp / "documents"
+    shutil.copytree(ROOT / "documents", docs)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    with OllamaStandin(pieces=["The default chunk size is ", "1024 bytes [1]."]) as ollama:
+        env = {**server_env(tmp, docs, port), "LLM_BACKEND": "ollama", "OLLAMA_HOST": ollama.url}
+        with running([sys.executable, "main.py", "serve"], url, tmp / "server.log", env, ROOT, SERVER_START_S):
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            page = context.new_page()
+            page.set_default_timeout(60_000)
+            page.goto(url)
+            page.locator("#docqa-chat").wait_for()
+            ask(page, "What is the default chunk size?")
+            bot = page.locator("#docqa-chat [data-testid='bot']").first
+            bot.filter(has_text="— ollama:").wait_for(timeout=ANSWER_TIMEOUT_MS)
+            expect(bot).to_contain_text("The model's answer was set aside")
+            expect(bot).to_contain_text("1000")
+            assert "1024" not in bot.inner_text(), "the wrong answer is not shown as the answer"
+            bot.get_by_text("Show the model's answer").click()
+            expect(bot).to_contain_text("1024 bytes")
+            context.close()

@@ -1,0 +1,97 @@
+"""Right answers from the default install: the shipped documents' example questions answered by
+the real embedded model, quotes before the first token, and wrong model text set aside.
+
+The Ollama path is played by tests/ollama_standin.py with scripted answers, so what the
+checks do with a right and a wrong answer is certain.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, module_settings, rag_with
+from ollama_standin import OllamaStandin
+from scripts.make_documents import EXAMPLE_ANSWERS, EXAMPLE_QUESTIONS
+
+
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory, embedder):
+    home = tmp_path_factory.mktemp("answers")
+    shutil.copytree(ROOT / "documents", home / "documents")
+    rag = rag_with(module_settings(home, llm_backend="llamacpp"), embedder)
+    rag.index()
+    yield rag
+    rag.close()
+
+
+def meets(text: str, groups: list[list[str]]) -> bool:
+    lower = text.lower()
+    return all(any(phrase.lower() in lower for phrase in group) for group in groups)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("question", EXAMPLE_QUESTIONS)
+def test_example_question_is_answered_right_with_a_quote_first(shipped, question):
+    updates = []
+    for update in shipped.stream_answer(question):
+        updates.append((bool(update.quotes), len(update.text), update.done))
+    answer = update
+    first_text = next(i for i, (_, n, _) in enumerate(updates) if n)
+    first_quote = next(i for i, (q, _, _) in enumerate(updates) if q)
+    assert first_quote < first_text, "the quotes arrive before the model's first token"
+    assert not answer.refused, answer.text
+    assert meets(answer.text, EXAMPLE_ANSWERS[question]), answer.to_json()
+    assert any(meets(q["text"], EXAMPLE_ANSWERS[question]) or q["location"] for q in answer.quotes)
+    assert answer.model.startswith("llama.cpp:qwen2.5-coder-0.5b")
+    assert answer.model_hint and "ollama pull" in answer.model_hint
+    json = answer.to_json()
+    assert json["model"] == answer.model and json["quotes"] == answer.quotes
+
+
+def ollama_rag(tmp_path: Path, embedder, pieces: list[str]):
+    home = tmp_path
+    shutil.copytree(ROOT / "documents", home / "documents")
+    server = OllamaStandin(pieces=pieces).__enter__()
+    settings = module_settings(home, llm_backend="ollama", ollama_host=server.url)
+    rag = rag_with(settings, embedder)
+    rag.index()
+    return rag, server
+
+
+@pytest.mark.parametrize(
+    "pieces, shown",
+    [
+        (["The default chunk size is ", "1000 characters [2]."], True),
+        (["The default chunk size is ", "1024 bytes [2]."], False),
+    ],
+)
+def test_ollama_answers_get_the_same_quotes_and_checks(tmp_path, embedder, pieces, shown):
+    rag, server = ollama_rag(tmp_path, embedder, pieces)
+    try:
+        answer = rag.ask("What is the default chunk size?")
+    finally:
+        rag.close()
+        server.__exit__(None, None, None)
+    assert answer.model == "ollama:llama3.2" and answer.model_hint is None
+    assert answer.quotes and any("1000" in q["text"] for q in answer.quotes)
+    if shown:
+        assert answer.set_aside is None and "1000 characters" in answer.text
+    else:
+        assert answer.set_aside == "The default chunk size is 1024 bytes [2]."
+        assert "1024" in (answer.notice or "") and "1024" not in answer.text
+        assert "1000" in answer.text, "the quotes stand as the answer"
+
+
+def test_a_looping_model_is_cut_and_set_aside(tmp_path, embedder):
+    rag, server = ollama_rag(tmp_path, embedder, ["The default chunk size is 1000 characters [2]. "] * 12)
+    try:
+        answer = rag.ask("What is the default chunk size?")
+    finally:
+        rag.close()
+        server.__exit__(None, None, None)
+    assert "repetition cut" in answer.tidied
+    assert answer.set_aside is not None and answer.set_aside.count("The default chunk size") == 1
+    assert "repeated itself" in (answer.notice or "")
