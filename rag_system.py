@@ -26,6 +26,7 @@ from config import Settings
 from data_folder import DataLock, ensure_writable, open_stores_or_rebuild
 from embeddings import EmbeddingBackend
 from errors import EmbeddingError, LLMError, describe_error
+from folder_profile import format_profile, profile_folder
 from grounding import claim_sentences
 from index_status import DocumentStatus, IndexCheck, IndexStatus, document_statuses, manifest_stats
 from indexer import Indexer, IndexReport, Progress
@@ -402,9 +403,7 @@ class RAGSystem:
         }
         if isinstance(self.vectors, VectorStore):
             vs = self.vectors.get_collection_stats()
-            out["vector_store"] = vs["store"]
-            out["vector_store_chunks"] = vs["chunks"]
-            out["collection"] = vs["collection"]
+            out.update(vector_store=vs["store"], vector_store_chunks=vs["chunks"], collection=vs["collection"])
         if self.warning:
             out["warning"] = self.warning
         return out
@@ -446,7 +445,5 @@ class RAGSystem:
 
 def profile_documents(settings: Settings) -> tuple[dict[str, Any], str]:
     """`main.py analyze`: the documents folder profiled, as JSON and as a report recommending chunk settings."""
-    from folder_profile import format_profile, profile_folder
-
     profile = profile_folder(settings)
     return profile.to_json(), format_profile(profile, settings)
