@@ -1,4 +1,4 @@
-# docqa: `make run` sets up and serves; `make test` sets up and runs every test.
+# docqa: `make run` sets up and serves; `make test` sets up and runs every test; `make lint` runs ruff and mypy.
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -11,7 +11,7 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF
 # pip's own cache ignores CMAKE_ARGS, so we keep our wheel in a folder named after the flags.
 LLAMA_WHEELS := $(HOME)/.cache/docqa/wheels/llama-$(LLAMA_VERSION)-$(shell echo '$(LLAMA_CMAKE_ARGS)' | sha256sum | cut -c1-12)
 
-.PHONY: setup run index test test-fast documents clean-venv
+.PHONY: setup run index test test-fast lint documents clean-venv
 
 setup: $(STAMP)
 
@@ -46,6 +46,11 @@ test: setup
 
 test-fast: setup
 	$(PY) -m pytest -m "not slow and not browser"
+
+# ruff with pyproject's rules over the whole repo; mypy on the core modules listed in pyproject.
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 clean-venv:
 	rm -rf $(VENV)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+from itertools import pairwise
 
 from code_grammars import GRAMMARS, Definition, Outline, tree_sitter_outline
 
@@ -143,7 +144,7 @@ def _pack(lines: list[str], start: int, end: int, cuts: dict[int, int], symbol: 
     bounds = [start] + sorted(line for line, d in cuts.items() if start < line <= end and d == level) + [end + 1]
     out: list[CodeUnit] = []
     piece_start = start
-    for a, b in zip(bounds, bounds[1:]):
+    for a, b in pairwise(bounds):
         if _size(lines, piece_start, b - 1) <= max_chars:
             continue
         if piece_start < a:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import stat as stat_module
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +52,16 @@ def file_type(source: str) -> str:
     """A file's type as stats and the folder profile group it: its extension, lower-case, without the dot."""
     suffix = Path(source).suffix.lower()
     return suffix[1:] if suffix else "(none)"
+
+
+def skipped_by_type(skipped: dict[str, str]) -> dict[str, dict[str, int]]:
+    """Skipped files counted by type and reason: {"png": {"unsupported file type .png": 3}}."""
+    out: dict[str, dict[str, int]] = {}
+    for source, reason in skipped.items():
+        kind = "folder" if source.endswith("/") else file_type(source)
+        reason = re.sub(r"^[\d.]+ MB, ", "", reason)  # sizes differ; the limit is the reason
+        out.setdefault(kind, {})[reason] = out.setdefault(kind, {}).get(reason, 0) + 1
+    return dict(sorted(out.items()))
 
 
 def looks_binary(sample: bytes) -> bool:

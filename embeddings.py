@@ -392,7 +392,7 @@ class OllamaEmbedder(EmbeddingBackend):
         return self._dimension
 
     def verify(self) -> None:
-        self.dimension  # one small request: is Ollama up, and does it have the model?
+        _ = self.dimension  # one small request: is Ollama up, and does it have the model?
 
     def _embed(self, texts: list[str]) -> list[list[float]]:
         import httpx

@@ -46,3 +46,8 @@ class BackendUnavailable(LLMError):
 
 class GenerationError(LLMError):
     pass
+
+
+def describe_error(exc: Exception) -> str:
+    """An error as one line for the user: ours as written, anything else named as unexpected."""
+    return str(exc) if isinstance(exc, DocqaError) else f"Unexpected error: {type(exc).__name__}: {exc}"

@@ -123,10 +123,10 @@ class EmbeddingCache:
         missing = [i for i, k in enumerate(keys) if k not in found]
         if missing:
             fresh = self.embedder.embed_documents([texts[i] for i in missing])
-            rows = [(keys[i], np.asarray(v, dtype=np.float32).tobytes()) for i, v in zip(missing, fresh)]
+            rows = [(keys[i], np.asarray(v, dtype=np.float32).tobytes()) for i, v in zip(missing, fresh, strict=False)]
             self.db.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?)", rows)
             self.db.commit()
-            found.update((keys[i], v) for i, v in zip(missing, fresh))
+            found.update((keys[i], v) for i, v in zip(missing, fresh, strict=False))
         self.reused += len(texts) - len(missing)
         return [found[k] for k in keys]
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import asdict, dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -157,7 +158,7 @@ def section_lengths(doc: ConvertedDocument) -> list[int]:
         return [len(p) for p in text.split("\n\n") if p.strip()]
     starts = [offset for offset, _, _ in heading_positions(text)]
     bounds = sorted({0, *starts, len(text)})
-    return [len(text[a:b].strip()) for a, b in zip(bounds, bounds[1:]) if text[a:b].strip()]
+    return [len(text[a:b].strip()) for a, b in pairwise(bounds) if text[a:b].strip()]
 
 
 def _round(value: float, step: int) -> int:

@@ -78,7 +78,7 @@ def _torch_export(model_folder: Path, path: Path, max_length: int) -> tuple[Any,
             self.inner = inner
 
         def forward(self, *args: Any) -> Any:
-            return self.inner(**dict(zip(names, args))).last_hidden_state
+            return self.inner(**dict(zip(names, args, strict=False))).last_hidden_state
 
     wrapped = Hidden(model)
     args = tuple(batch[n] for n in names)

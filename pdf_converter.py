@@ -155,7 +155,7 @@ def _gutter(placed: list[tuple[Any, int, dict]], width: float) -> float | None:
             continue
         left = [box for box in narrow if box.x1 <= x]
         right = [box for box in narrow if box.x0 >= x]
-        side_by_side = sum(1 for r in right if any(l.y0 < r.y1 and r.y0 < l.y1 for l in left))
+        side_by_side = sum(1 for r in right if any(b.y0 < r.y1 and r.y0 < b.y1 for b in left))
         if len(left) >= 3 and len(right) >= 3 and side_by_side >= 3:
             return float(x)
     return None

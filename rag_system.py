@@ -8,155 +8,36 @@ with a message saying how to fix it, never a traceback.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Any, Iterator
 
+import conversation
+import documents_folder
 import embeddings
+import whole_document
 from answer_context import compact_passages, select_quotes, sentence_scores
 from answer_render import CITATION
 from answer_render import is_refusal as model_refused  # the one refusal rule, shared with the evaluation
+from answer_render import refusal_text
+from answer_types import Answer
 from config import Settings
 from data_folder import DataLock, ensure_writable, open_stores_or_rebuild
 from embeddings import EmbeddingBackend
-from errors import DocqaError, EmbeddingError, LLMError
+from errors import EmbeddingError, LLMError, describe_error
+from folder_profile import format_profile, profile_folder
 from grounding import claim_sentences
+from index_status import DocumentStatus, IndexCheck, IndexStatus, document_statuses, manifest_stats
 from indexer import Indexer, IndexReport, Progress
-from llm_handler import REFUSAL, LLMBackend
+from llm_handler import REFUSAL, LLMBackend, make_llm_backend
+from page_images import render_page_png
 from retriever import Passage, Retriever, Where
 from vector_store import NullVectorStore, VectorStore
+from watcher import FolderWatcher
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class Answer:
-    """An answer as it streams: `text` grows; `done` is set on the last update.
-
-    `kind` says where the text came from: passages ("answer"), the relevance gate or the
-    model declining ("refusal", with the closest passages listed), the index's file list
-    ("document_list") or a map-reduce pass over one whole file ("summary").
-    """
-
-    question: str
-    text: str = ""
-    model: str = ""
-    passages: list[Passage] = field(default_factory=list)
-    timings: dict[str, float] = field(default_factory=dict)
-    error: str | None = None
-    done: bool = False
-    kind: str = "answer"
-    standalone_question: str | None = None
-    """The follow-up rewritten to stand alone, as searched; None when the question was used as asked."""
-    sub_questions: list[str] = field(default_factory=list)
-    """The parts of a multi-part question, each searched and their passages fused; empty for one part."""
-    refused: bool = False
-    unsupported: list[str] = field(default_factory=list)
-    """Answer sentences, verbatim, that no cited passage supports."""
-    sentences_checked: int = 0
-    highlights: dict[int, list[str]] = field(default_factory=dict)
-    """1-based passage number -> its sentences, verbatim, that support the answer or match the question."""
-    relevance: dict[str, Any] = field(default_factory=dict)
-    """How close the best passage came to the question: {"similarity", "overlap", "relevant"}."""
-    quotes: list[dict[str, Any]] = field(default_factory=list)
-    """Passage sentences, verbatim, that best answer the question: {"passage", "text", "location"}; shown first."""
-    set_aside: str | None = None
-    """The model's text when the checks set it aside and the quotes stand as the answer."""
-    notice: str | None = None
-    """Why the model's text was set aside, for the user."""
-    model_hint: str | None = None
-    """How to get better answers than the model in use gives (the embedded model answered)."""
-    tidied: list[str] = field(default_factory=list)
-    """What was cut from the model's raw text: "repetition cut", "code removed", "cut off"."""
-
-    def sources_json(self) -> list[dict[str, Any]]:
-        return [passage_json(p) for p in self.passages]
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "question": self.question,
-            "standalone_question": self.standalone_question,
-            "sub_questions": self.sub_questions,
-            "kind": self.kind,
-            "answer": self.text,
-            "refused": self.refused,
-            "unsupported": self.unsupported,
-            "sentences_checked": self.sentences_checked,
-            "model": self.model,
-            "sources": self.sources_json(),
-            "highlights": {str(n): texts for n, texts in sorted(self.highlights.items())},
-            "relevance": self.relevance,
-            "quotes": self.quotes,
-            "set_aside": self.set_aside,
-            "notice": self.notice,
-            "model_hint": self.model_hint,
-            "tidied": self.tidied,
-            "timings": {k: round(v, 4) for k, v in self.timings.items()},
-        }
-        if self.error:
-            out["error"] = self.error
-        return out
-
-
-def passage_json(p: Passage) -> dict[str, Any]:
-    return {
-        "source": p.source,
-        "title": p.first.title,
-        "page": p.page,
-        "pages": p.pages,
-        "lines": list(p.lines) if p.lines else None,
-        "heading_path": p.heading_path,
-        "location": p.location,
-        "slides": sorted({c.slide for c in p.chunks if c.slide is not None}),
-        "sheet": p.first.sheet,
-        "rows": [min(c.rows[0] for c in p.chunks if c.rows), max(c.rows[-1] for c in p.chunks if c.rows)] if p.first.rows else None,
-        "symbols": list(dict.fromkeys(c.symbol for c in p.chunks if c.symbol)),
-        "chunk_index": p.first.chunk_index,
-        "chunk_indexes": [c.chunk_index for c in p.chunks],
-        "score": round(p.score, 6),
-        "found_by": p.found_by,
-        "text": p.text,
-    }
-
-
-@dataclass(frozen=True)
-class IndexStatus:
-    """What the background indexer is doing: a snapshot, replaced as a sync moves on."""
-
-    state: Literal["idle", "indexing", "failed"] = "idle"
-    done: int = 0
-    total: int = 0
-    started: float | None = None
-    finished: float | None = None
-    """When the last sync ended; kept while the next one runs."""
-    summary: str | None = None
-    """The last finished sync's report in one line."""
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class DocumentStatus:
-    """One file of the documents folder as the index sees it."""
-
-    source: str
-    state: Literal["indexed", "failed", "skipped"]
-    chunks: int = 0
-    reason: str = ""
-
-
-@dataclass(frozen=True)
-class IndexCheck:
-    """What `RAGSystem.check` found: the files whose chunks disagree between the stores, and those re-indexed."""
-
-    problems: list[dict[str, Any]]
-    repaired: list[str]
-
-    @property
-    def consistent(self) -> bool:
-        return not self.problems
 
 
 class RAGSystem:
@@ -216,55 +97,18 @@ class RAGSystem:
             self._index_status = replace(self._index_status, state="idle", finished=time.time(), summary=report.summary(), error=None)
             return report
 
-    def watch(self) -> Any:
+    def watch(self) -> FolderWatcher:
         """Re-index in the background whenever the documents folder changes."""
-        from watcher import FolderWatcher
-
-        self.settings.docs_dir.mkdir(parents=True, exist_ok=True)
-        self._watcher = FolderWatcher(str(self.settings.docs_dir), self.index).start()
+        self._watcher = documents_folder.watch(self.settings, self.index)
         return self._watcher
 
     def add_upload(self, name: str, data_path: Path) -> str:
-        """Copy an uploaded file into the documents folder under a safe, unused name; returns it.
-
-        Only the base name is kept (no path traversal), odd characters are replaced, the
-        type must be one docqa indexes, and an existing file is never overwritten.
-        """
-        import shutil
-
-        from document_converter import is_supported
-
-        safe = sanitize_filename(name)
-        if not is_supported(Path(safe)):
-            raise UploadRefused(f"{name}: file type {Path(safe).suffix or '(none)'} is not supported")
-        size = Path(data_path).stat().st_size
-        limit = int(self.settings.max_file_mb * 1e6)
-        if size > limit:
-            raise UploadRefused(f"{name}: {size / 1e6:.1f} MB is over the {self.settings.max_file_mb:g} MB limit (MAX_FILE_MB)")
-        docs = self.settings.docs_dir.resolve()
-        docs.mkdir(parents=True, exist_ok=True)
-        target = docs / safe
-        stem, suffix = Path(safe).stem, Path(safe).suffix
-        n = 1
-        while target.exists():
-            target = docs / f"{stem} ({n}){suffix}"
-            n += 1
-        if target.resolve().parent != docs:
-            raise UploadRefused(f"{name}: refused, it would land outside the documents folder")
-        tmp = target.with_name(f".{target.name}.part")
-        shutil.copyfile(data_path, tmp)
-        tmp.replace(target)
-        log.info("Uploaded %s as %s", name, target.name)
-        return target.name
+        """Copy an uploaded file into the documents folder under a safe, unused name; returns it (documents_folder.py)."""
+        return documents_folder.add_upload(self.settings, name, data_path)
 
     def remove_document(self, source: str) -> None:
         """Delete a document from the folder and the index."""
-        docs = self.settings.docs_dir.resolve()
-        path = (docs / source).resolve()
-        if docs not in path.parents:
-            raise DocqaError(f"{source} is not inside the documents folder")
-        if path.is_file():
-            path.unlink()
+        documents_folder.delete_document(self.settings, source)
         self.index()
 
     # ------------------------------------------------------------ retrieval and answers
@@ -274,8 +118,6 @@ class RAGSystem:
 
     @property
     def llm(self) -> Any:
-        from llm_handler import make_llm_backend
-
         if self._given_llm is not None:
             return self._given_llm
         with self._llm_lock:
@@ -548,82 +390,30 @@ class RAGSystem:
 
     def _answer_document_list(self, answer: Answer, started: float) -> Answer:
         """"What documents do you have?" answered from the index's file list, not from passages."""
-        from whole_document import document_list_text
-
         answer.kind = "document_list"
-        answer.text = document_list_text(self.indexer.manifest.files, self.indexer.manifest.failed)
+        answer.text = whole_document.document_list_text(self.indexer.manifest.files, self.indexer.manifest.failed)
         return self._finish(answer, started)
 
     def _summary_source(self, question: str, where: Where | None) -> str | None:
-        from question_intent import summary_target
-
-        files = self.indexer.manifest.files
-        sources = sorted(files)
-        wanted = (where or {}).get("source")
-        if wanted:
-            allowed = set(wanted if isinstance(wanted, list) else [wanted])
-            sources = [s for s in sources if s in allowed]
-        request = summary_target(question, sources, {s: files[s].title for s in sources})
-        return request.source if request else None
+        return whole_document.summary_source(question, self.indexer.manifest.files, where)
 
     def _answer_summary(self, answer: Answer, source: str, started: float) -> Iterator[Answer]:
-        """Map-reduce over the whole file: each part summarised in order, then the summaries combined."""
-        from whole_document import PART_ANSWER_TOKENS, map_messages, part_text, reduce_messages, split_parts
-
-        s = self.settings
-        answer.kind = "summary"
-        parts = split_parts(self.keywords.chunks_of_source(source), s.summary_max_parts)
-        answer.passages = [Passage([part[0]], 0.0, {"summary part": n}) for n, part in enumerate(parts, start=1)]
-        answer.timings["retrieve_s"] = time.perf_counter() - started
-        yield answer
-        if not parts:
-            answer.text = f"{source} has no indexed text to summarise — check `python main.py stats` for why."
-            yield self._finish(answer, started)
-            return
-        texts = [part_text(part, s.summary_part_chars) for part in parts]
-        if len(parts) == 1:
-            yield from self._stream_into(answer, map_messages(source, texts[0], 1, 1), started)
-            yield self._finish(answer, started)
-            return
-        summaries: list[str] = []
-        try:
-            llm = self.llm
-            answer.model = llm.name
-            for n, text in enumerate(texts, start=1):
-                answer.text = f"Reading {source}, part {n} of {len(parts)}…"
-                yield answer
-                summaries.append(llm.complete(map_messages(source, text, n, len(parts)), min(PART_ANSWER_TOKENS, s.llm_max_tokens)).strip())
-        except LLMError as exc:
-            answer.text = ""
-            self._llm_failed(answer, exc)
-            yield self._finish(answer, started)
-            return
-        answer.timings["map_s"] = time.perf_counter() - started
-        answer.text = ""
-        yield from self._stream_into(answer, reduce_messages(source, summaries), started)
-        if not answer.text or answer.error:  # the parts' summaries are still a summary
-            note = f"\n\n{answer.text}" if answer.text else ""
-            answer.text = "\n".join(f"[{n}] {text}" for n, text in enumerate(summaries, start=1) if text) + note
+        """Map-reduce over the whole file (whole_document.py), then the answer finished."""
+        yield from whole_document.stream_summary(
+            answer, source, self.keywords.chunks_of_source(source), self.settings, started,
+            llm=lambda: self.llm,
+            stream=lambda messages: self._stream_into(answer, messages, started),
+            failed=lambda exc: self._llm_failed(answer, exc),
+        )
         yield self._finish(answer, started)
 
     # ------------------------------------------------------------ status
 
     def stats(self) -> dict[str, Any]:
-        m = self.indexer.manifest
-        by_kind: dict[str, int] = {}
-        for record in list(m.files.values()):
-            by_kind[record.kind] = by_kind.get(record.kind, 0) + 1
         out: dict[str, Any] = {
             "documents_folder": str(self.settings.docs_dir),
             "data_folder": str(self.settings.db_dir),
-            "files": len(m.files),
-            "files_by_type": by_kind,
-            "chunks": m.chunk_count(),
-            "keyword_index_chunks": self.keywords.count(),
-            "failed": {k: v.reason for k, v in sorted(list(m.failed.items()))},
-            "skipped": dict(sorted(list(m.skipped.items()))),
-            "skipped_by_type": skipped_by_type(m.skipped),
-            "last_indexed": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(m.last_indexed)) if m.last_indexed else None,
+            **manifest_stats(self.indexer.manifest, self.keywords.count()),
             "embedding_model": self.embedder.name,
             "retrieval_mode": self.settings.retrieval_mode if self.vectors.available else "bm25 (embedding model unavailable)",
             "llm_backend": self.settings.llm_backend,
@@ -631,9 +421,7 @@ class RAGSystem:
         }
         if isinstance(self.vectors, VectorStore):
             vs = self.vectors.get_collection_stats()
-            out["vector_store"] = vs["store"]
-            out["vector_store_chunks"] = vs["chunks"]
-            out["collection"] = vs["collection"]
+            out.update(vector_store=vs["store"], vector_store_chunks=vs["chunks"], collection=vs["collection"])
         if self.warning:
             out["warning"] = self.warning
         return out
@@ -646,11 +434,7 @@ class RAGSystem:
 
     def documents(self) -> list[DocumentStatus]:
         """Every file the last sync looked at, by name: indexed with its chunks, or failed or skipped with why."""
-        m = self.indexer.manifest
-        found = {source: DocumentStatus(source, "skipped", reason=why) for source, why in list(m.skipped.items())}
-        found.update((source, DocumentStatus(source, "failed", reason=f.reason)) for source, f in list(m.failed.items()))
-        found.update((source, DocumentStatus(source, "indexed", chunks=len(r.chunk_ids))) for source, r in list(m.files.items()))
-        return [found[source] for source in sorted(found)]
+        return document_statuses(self.indexer.manifest)
 
     def check(self, repair: bool = False) -> IndexCheck:
         """Compare manifest, vector store and keyword index file by file; `repair` re-indexes the files that disagree."""
@@ -663,15 +447,11 @@ class RAGSystem:
 
     def page_image(self, source: str, page: int, highlights: list[str]) -> bytes:
         """A PDF page of an indexed document as PNG, the highlighted texts marked on it."""
-        from page_images import render_page_png
-
         return render_page_png(self.settings, source, page, highlights)
 
     def history_after(self, history: list[dict[str, str]], answer: Answer) -> list[dict[str, str]]:
         """The history to send with the next question of this chat, once `answer` is done."""
-        from conversation import history_after
-
-        return history_after(history, answer.question, answer.text, failed=bool(answer.error))
+        return conversation.history_after(history, answer.question, answer.text, failed=bool(answer.error))
 
     def close(self) -> None:
         if self._watcher is not None:
@@ -681,53 +461,7 @@ class RAGSystem:
             self._lock.release()
 
 
-class UploadRefused(DocqaError):
-    pass
-
-
-def skipped_by_type(skipped: dict[str, str]) -> dict[str, dict[str, int]]:
-    """Skipped files counted by type and reason: {"png": {"unsupported file type .png": 3}}."""
-    from discovery import file_type
-
-    out: dict[str, dict[str, int]] = {}
-    for source, reason in skipped.items():
-        kind = "folder" if source.endswith("/") else file_type(source)
-        reason = re.sub(r"^[\d.]+ MB, ", "", reason)  # sizes differ; the limit is the reason
-        out.setdefault(kind, {})[reason] = out.setdefault(kind, {}).get(reason, 0) + 1
-    return dict(sorted(out.items()))
-
-
-def refusal_text(passages: list[Passage], shown: int = 3) -> str:
-    """What the gate says instead of guessing: the refusal, then where the closest passages are."""
-    from llm_handler import REFUSAL
-
-    closest = "\n".join(f"[{n}] {p.label}" for n, p in enumerate(passages[:shown], start=1))
-    return f"{REFUSAL} No passage is close enough to the question to answer from; the closest are:\n{closest}"
-
-
-def sanitize_filename(name: str) -> str:
-    """A plain file name from whatever a browser sent: no folders, no control characters."""
-    import unicodedata
-
-    base = re.split(r"[\\/]", name or "")[-1]
-    base = unicodedata.normalize("NFC", base)
-    base = "".join(ch if (ch.isalnum() or ch in " ._-()[]") else "_" for ch in base)
-    base = re.sub(r"\s+", " ", base).strip(" .")
-    if not base or base.startswith("."):
-        base = "upload" + (base if base.startswith(".") else "")
-    stem, dot, ext = base.rpartition(".")
-    if dot and len(base) > 150:
-        base = stem[: 150 - len(ext) - 1] + "." + ext
-    return base[:150]
-
-
-def describe_error(exc: Exception) -> str:
-    return str(exc) if isinstance(exc, DocqaError) else f"Unexpected error: {type(exc).__name__}: {exc}"
-
-
 def profile_documents(settings: Settings) -> tuple[dict[str, Any], str]:
     """`main.py analyze`: the documents folder profiled, as JSON and as a report recommending chunk settings."""
-    from folder_profile import format_profile, profile_folder
-
     profile = profile_folder(settings)
     return profile.to_json(), format_profile(profile, settings)

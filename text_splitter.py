@@ -51,7 +51,7 @@ def heading_positions(text: str) -> list[tuple[int, int, str]]:
     in_fence = False
     for line in text.splitlines(keepends=True):
         stripped = line.strip()
-        if stripped.startswith("```") or stripped.startswith("~~~"):
+        if stripped.startswith(("```", "~~~")):
             in_fence = not in_fence
         elif not in_fence:
             match = _HEADING.match(stripped)
@@ -71,7 +71,7 @@ def _mask_fenced_comments(text: str) -> str:
     in_fence = False
     for i, line in enumerate(lines):
         stripped = line.strip()
-        if stripped.startswith("```") or stripped.startswith("~~~"):
+        if stripped.startswith(("```", "~~~")):
             in_fence = not in_fence
         elif in_fence and line.startswith("#"):
             lines[i] = "\x1f" + line[1:]
@@ -81,7 +81,7 @@ def _mask_fenced_comments(text: str) -> str:
 def _path_at(base: list[str], levels: list[int], headings: list[tuple[int, int, str]], position: int) -> list[str]:
     """The heading path in force at `position`, starting from the path inherited by the section."""
     levels = levels if len(levels) == len(base) else list(range(1, len(base) + 1))
-    stack = list(zip(levels, base))
+    stack = list(zip(levels, base, strict=True))
     for offset, level, heading in headings:
         if offset > position:
             break
@@ -148,7 +148,7 @@ def _heading_parts(text: str, headings: list[tuple[int, int, str]], chunk_size: 
     bounds = [0] + [offset for offset, _, _ in headings if offset > 0] + [len(text)]
     parts: list[tuple[int, int]] = []
     start = 0
-    for end, after in zip(bounds[1:], bounds[2:] + [len(text)]):
+    for end, after in zip(bounds[1:], bounds[2:] + [len(text)], strict=True):
         body = _content_offset(text[start:end]) < end - start
         small = end - start < chunk_size // 4 and after - start <= chunk_size
         if body and not small:

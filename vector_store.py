@@ -212,7 +212,7 @@ class VectorStore:
         )
         ids = result["ids"][0]
         distances = result["distances"][0] if result.get("distances") else [0.0] * len(ids)
-        return [VectorHit(id=i, score=1.0 - float(d)) for i, d in zip(ids, distances)]
+        return [VectorHit(id=i, score=1.0 - float(d)) for i, d in zip(ids, distances, strict=False)]
 
     def delete_source(self, source: str) -> int:
         ids = self.ids_for_source(source)
@@ -236,7 +236,7 @@ class VectorStore:
         page = 10000
         for offset in range(0, total, page):
             got = self.collection.get(include=["metadatas"], limit=page, offset=offset)
-            for cid, meta in zip(got["ids"], got["metadatas"]):
+            for cid, meta in zip(got["ids"], got["metadatas"], strict=False):
                 out.setdefault((meta or {}).get("source", ""), set()).add(cid)
         return out
 

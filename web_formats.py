@@ -125,7 +125,7 @@ def convert_epub_to_markdown(path: Path, source: str) -> ConvertedDocument:
         raise ConversionError("the book has no text")
     title_tag = package.find("dc:title")
     title = " ".join(title_tag.get_text().split()) if title_tag else ""
-    sections = [Section(text=text, heading_path=p, heading_levels=levels) for text, (p, levels) in zip(chapters, _paths_before(chapters))]
+    sections = [Section(text=text, heading_path=p, heading_levels=levels) for text, (p, levels) in zip(chapters, _paths_before(chapters), strict=True)]
     return ConvertedDocument(source=source, title=title or path.stem, kind="epub", sections=sections)
 
 

@@ -9,10 +9,20 @@ chunks: a book's part is far larger than a context window.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from config import Settings
 from doc_types import Chunk
+from errors import LLMError
+from question_intent import summary_target
+from retriever import Passage
+
+if TYPE_CHECKING:
+    from answer_types import Answer
+    from llm_handler import LLMBackend
 
 Message = dict[str, str]
 
@@ -49,6 +59,66 @@ def document_list_text(files: dict[str, Any], failed: dict[str, Any]) -> str:
     if failed:
         lines.append(f"Not indexed: {', '.join(f'{s} ({f.reason})' for s, f in sorted(failed.items()))}")
     return "\n".join(lines)
+
+
+def summary_source(question: str, files: Mapping[str, Any], where: Mapping[str, Any] | None) -> str | None:
+    """The indexed file the question asks to summarise, among those `where` allows; None if it asks for none."""
+    sources = sorted(files)
+    wanted = (where or {}).get("source")
+    if wanted:
+        allowed = set(wanted if isinstance(wanted, list) else [wanted])
+        sources = [s for s in sources if s in allowed]
+    request = summary_target(question, sources, {s: files[s].title for s in sources})
+    return request.source if request else None
+
+
+def stream_summary(
+    answer: Answer,
+    source: str,
+    chunks: list[Chunk],
+    settings: Settings,
+    started: float,
+    *,
+    llm: Callable[[], LLMBackend],
+    stream: Callable[[list[Message]], Iterator[Answer]],
+    failed: Callable[[LLMError], None],
+) -> Iterator[Answer]:
+    """Map-reduce over the whole file: each part summarised in order, then the summaries combined.
+
+    `stream` streams the model's reply to messages into the answer, `failed` turns an LLM
+    error into the answer's note; the caller finishes the answer after the last update.
+    """
+    answer.kind = "summary"
+    parts = split_parts(chunks, settings.summary_max_parts)
+    answer.passages = [Passage([part[0]], 0.0, {"summary part": n}) for n, part in enumerate(parts, start=1)]
+    answer.timings["retrieve_s"] = time.perf_counter() - started
+    yield answer
+    if not parts:
+        answer.text = f"{source} has no indexed text to summarise — check `python main.py stats` for why."
+        return
+    texts = [part_text(part, settings.summary_part_chars) for part in parts]
+    if len(parts) == 1:
+        yield from stream(map_messages(source, texts[0], 1, 1))
+        return
+    summaries: list[str] = []
+    try:
+        model = llm()
+        answer.model = model.name
+        for n, text in enumerate(texts, start=1):
+            answer.text = f"Reading {source}, part {n} of {len(parts)}…"
+            yield answer
+            max_tokens = min(PART_ANSWER_TOKENS, settings.llm_max_tokens)
+            summaries.append(model.complete(map_messages(source, text, n, len(parts)), max_tokens).strip())
+    except LLMError as exc:
+        answer.text = ""
+        failed(exc)
+        return
+    answer.timings["map_s"] = time.perf_counter() - started
+    answer.text = ""
+    yield from stream(reduce_messages(source, summaries))
+    if not answer.text or answer.error:  # the parts' summaries are still a summary
+        note = f"\n\n{answer.text}" if answer.text else ""
+        answer.text = "\n".join(f"[{n}] {text}" for n, text in enumerate(summaries, start=1) if text) + note
 
 
 def split_parts(chunks: list[Chunk], max_parts: int) -> list[list[Chunk]]:

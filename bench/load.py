@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import re
 import os
+import re
 import sys
 import tempfile
 import time

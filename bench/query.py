@@ -6,6 +6,9 @@ Beyond the real corpora the chunks are synthetic: text drawn from SciFact's voca
 for BM25, random unit vectors for Chroma. Each query is a real SciFact claim, embedded
 with the real model, so the latency is what a user sees: embed + both searches + fusion.
 Prints a table, then one JSON line.
+
+A trusted internal tool: it fills the stores with synthetic chunks and times the ranking
+through their public methods (`vectors.add_chunks`, `retriever.rank`), which no front end may do.
 """
 
 from __future__ import annotations

@@ -121,8 +121,8 @@ def test_ask_json_answers_with_the_embedded_model_and_cites_sources(shipped):
 @pytest.fixture
 def ask_json(shipped, embedder, monkeypatch, capsys):
     """`python main.py ask QUESTION --json`, run in this process with a local Ollama stand-in."""
-    import main
     import embeddings
+    import main
 
     monkeypatch.setattr(embeddings, "make_embedder", lambda *args, **kwargs: embedder)  # loaded once per session
     with OllamaStandin(pieces=["From the documents", " [1]."]) as ollama:

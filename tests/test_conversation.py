@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from ollama_standin import OllamaStandin
 
 from config import Settings, load_settings
 from conftest import module_settings, rag_with
 from conversation import bounded_history, clean_rewrite, looks_like_follow_up, make_standalone, rewrite_by_rule
+from ollama_standin import OllamaStandin
 
 LISTS = """# Lists
 

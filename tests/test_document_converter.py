@@ -15,9 +15,9 @@ import document_converter
 from conftest import THINKPYTHON_PDF, require
 from doc_types import ConvertedDocument
 from document_converter import convert_document
+from errors import ConversionError
 from pdf_converter import NEEDS_OCR
 from text_formats import decode_text
-from errors import ConversionError
 
 
 def make_pdf(path: Path, pages: list[list[tuple[str, float]]]) -> Path:

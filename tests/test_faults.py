@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 
-from rag_system import RAGSystem
 from embeddings import packaged_model_path
+from rag_system import RAGSystem
 
 
 @pytest.fixture

@@ -333,7 +333,7 @@ def test_sheet_rows_are_cut_between_rows_with_the_header_in_every_chunk(folder):
     assert all(c.text.startswith("| Week | Product | Units |\n| --- | --- | --- |\n") for c in chunks)
     ranges = [c.rows for c in chunks]
     assert ranges[0][0] == 2 and ranges[-1][1] == SALES_ROWS + 1
-    assert all(b[0] == a[1] + 1 for a, b in zip(ranges, ranges[1:]))  # every row once, in order
+    assert all(b[0] == a[1] + 1 for a, b in zip(ranges, ranges[1:], strict=False))  # every row once, in order
     zanzibar = next(c for c in chunks if "Zanzibar" in c.text)
     assert zanzibar.rows[0] <= ZANZIBAR_ROW <= zanzibar.rows[1]
     assert zanzibar.location == f"sheet Sales rows {zanzibar.rows[0]}-{zanzibar.rows[1]}"
@@ -438,7 +438,7 @@ def test_plain_text_is_cut_at_sentences_with_overlap(folder):
     chunks = split_document(convert(folder, "notes.txt"), 300, 60)
     assert len(chunks) > 3
     assert all(len(c.text) <= 300 and c.text.rstrip().endswith(".") for c in chunks)
-    assert all(a.text[-40:].split(". ")[-1] in b.text for a, b in zip(chunks, chunks[1:]))
+    assert all(a.text[-40:].split(". ")[-1] in b.text for a, b in zip(chunks, chunks[1:], strict=False))
 
 
 def test_text_question_cites_lines(rag):

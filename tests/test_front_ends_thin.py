@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FRONT_ENDS = ["web_ui.py", "main.py"]
 INGEST_AND_STORES = {
     "indexer", "vector_store", "keyword_index", "document_converter", "text_splitter", "page_images",
-    "folder_profile", "discovery", "watcher", "embeddings",
+    "folder_profile", "discovery", "watcher", "embeddings", "documents_folder", "data_folder",
 }
 """What the front ends reach through RAGSystem instead of importing."""
 RAG_INSIDES = {"indexer", "vectors", "keywords", "retriever", "embedder"}

@@ -13,15 +13,15 @@ from typing import Any, Iterator
 
 import numpy as np
 import pytest
-from conftest import THINKPYTHON_PDF, THINKPYTHON_QA, module_settings, rag_with, require
 
 from answer_render import answer_as_text
 from config import load_settings
+from conftest import THINKPYTHON_PDF, THINKPYTHON_QA, module_settings, rag_with, require
+from doc_types import Chunk
 from grounding import PassageSentences, assess_relevance, check_grounding, split_sentences
 from llm_handler import REFUSAL
 from rag_system import Answer
 from retriever import Passage
-from doc_types import Chunk
 
 TUPLES = (
     "A tuple is a sequence of values. The values can be any type, and they are indexed by integers, "

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from rag_system import RAGSystem, UploadRefused, sanitize_filename
+from documents_folder import UploadRefused, sanitize_filename
+from rag_system import RAGSystem
 
 ROOT = Path(__file__).resolve().parent.parent
 

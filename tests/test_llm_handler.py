@@ -15,13 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ollama_standin import OllamaStandin
 
 from config import Settings, load_settings
 from errors import BackendUnavailable, ConfigError, GenerationError
 from llm_handler import (
-    REFUSAL,
     ANSWER_FORMAT,
+    REFUSAL,
     SYSTEM_PROMPT,
     LlamaCppBackend,
     LLMBackend,
@@ -30,6 +29,7 @@ from llm_handler import (
     build_messages,
     make_llm_backend,
 )
+from ollama_standin import OllamaStandin
 
 PASSAGES = [
     ("guide.pdf, page 3", "The Zorblax 3000 espresso machine heats water to exactly 93 degrees Celsius."),

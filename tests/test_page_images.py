@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import THINKPYTHON_PDF, require
 
+from conftest import THINKPYTHON_PDF, require
 from page_images import PageImageError, find_on_page, render_page_png
 
 PASSAGE = (

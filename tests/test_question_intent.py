@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from question_intent import asks_for_document_list, split_question, summary_target
 from doc_types import Chunk
+from question_intent import asks_for_document_list, split_question, summary_target
 from whole_document import part_text, split_parts
 
 SOURCES = ["thinkpython2.pdf", "notes/meeting-2024.md", "Report Q3.docx"]

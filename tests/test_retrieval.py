@@ -14,10 +14,17 @@ from pathlib import Path
 import pytest
 
 from conftest import SCIFACT, module_settings, rag_with, require
+from doc_types import Chunk
 from keyword_index import TOKENIZER_VERSION, KeywordIndex, index_text, split_identifier, tokenize
 from rag_system import RAGSystem
-from retriever import Passage, add_neighbour_context, cap_per_file, merge_neighbours, reciprocal_rank_fusion, score_blend
-from doc_types import Chunk
+from retriever import (
+    Passage,
+    add_neighbour_context,
+    cap_per_file,
+    merge_neighbours,
+    reciprocal_rank_fusion,
+    score_blend,
+)
 
 # ------------------------------------------------------------------ tokens
 
@@ -142,7 +149,7 @@ def scifact_rag(tmp_path_factory, embedder):
     docs_dir = root / "documents"
     docs_dir.mkdir()
     with open(require(SCIFACT) / "corpus.jsonl", encoding="utf-8") as fh:
-        docs = [json.loads(line) for _, line in zip(range(12), fh)]
+        docs = [json.loads(line) for _, line in zip(range(12), fh, strict=False)]
     for i, d in enumerate(docs):
         ext = "md" if i % 2 else "txt"
         (docs_dir / f"{d['_id']}.{ext}").write_text(f"{d['title']}\n\n{d['text']}", encoding="utf-8")

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 import subprocess
-import threading
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -155,8 +155,8 @@ def _start_server(path: Path, port: int) -> subprocess.Popen:
 @pytest.mark.slow
 @pytest.mark.chroma_server
 def test_server_restart_is_survived_and_a_dead_server_gives_a_clear_error(make_settings, embedder, tmp_path):
-    from errors import StoreError
     from data_folder import open_vector_store
+    from errors import StoreError
 
     port = free_port()
     proc = _start_server(tmp_path / "srv", port)

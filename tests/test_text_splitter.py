@@ -70,14 +70,14 @@ def test_neighbouring_chunks_of_a_long_paragraph_overlap(text):
     # The recursive splitter overlaps pieces it had to cut; separate paragraphs that fit are not padded.
     chunks = split_document(text_doc(text), 300, 60)
     assert len(chunks) > 10
-    shared = [shared_length(a.text, b.text) for a, b in zip(chunks, chunks[1:])]
+    shared = [shared_length(a.text, b.text) for a, b in zip(chunks, chunks[1:], strict=False)]
     assert all(20 <= n <= 60 for n in shared), shared
 
 
 def test_zero_overlap_shares_nothing_and_loses_nothing():
     text = numbered_lines(100)
     chunks = split_document(text_doc(text), 200, 0)
-    assert all(shared_length(a.text, b.text) < 5 for a, b in zip(chunks, chunks[1:]))
+    assert all(shared_length(a.text, b.text) < 5 for a, b in zip(chunks, chunks[1:], strict=False))
     assert " ".join(c.text for c in chunks).split() == text.split()
 
 
@@ -259,7 +259,7 @@ def test_changed_text_changes_only_the_affected_ids():
     text = numbered_lines(120)
     before = split_document(text_doc(text), 300, 60)
     after = split_document(text_doc(text.replace("Line 110 says", "Line 110 now says")), 300, 60)
-    changed = [a.chunk_index for a, b in zip(before, after) if a.id != b.id]
+    changed = [a.chunk_index for a, b in zip(before, after, strict=False) if a.id != b.id]
     assert changed and all(before[i].start_line <= 110 <= before[i].end_line + 1 for i in changed)
     assert before[0].id == after[0].id
 

@@ -1,0 +1,103 @@
+"""What RAGSystem hands back for a question: the `Answer` as it streams, and its passages as JSON.
+
+Plain data with no behaviour beyond turning itself into JSON, so the front ends and the
+renderers can read it without importing the core.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from retriever import Passage
+
+
+@dataclass
+class Answer:
+    """An answer as it streams: `text` grows; `done` is set on the last update.
+
+    `kind` says where the text came from: passages ("answer"), the relevance gate or the
+    model declining ("refusal", with the closest passages listed), the index's file list
+    ("document_list") or a map-reduce pass over one whole file ("summary").
+    """
+
+    question: str
+    text: str = ""
+    model: str = ""
+    passages: list[Passage] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
+    done: bool = False
+    kind: str = "answer"
+    standalone_question: str | None = None
+    """The follow-up rewritten to stand alone, as searched; None when the question was used as asked."""
+    sub_questions: list[str] = field(default_factory=list)
+    """The parts of a multi-part question, each searched and their passages fused; empty for one part."""
+    refused: bool = False
+    unsupported: list[str] = field(default_factory=list)
+    """Answer sentences, verbatim, that no cited passage supports."""
+    sentences_checked: int = 0
+    highlights: dict[int, list[str]] = field(default_factory=dict)
+    """1-based passage number -> its sentences, verbatim, that support the answer or match the question."""
+    relevance: dict[str, Any] = field(default_factory=dict)
+    """How close the best passage came to the question: {"similarity", "overlap", "relevant"}."""
+    quotes: list[dict[str, Any]] = field(default_factory=list)
+    """Passage sentences, verbatim, that best answer the question: {"passage", "text", "location"}; shown first."""
+    set_aside: str | None = None
+    """The model's text when the checks set it aside and the quotes stand as the answer."""
+    notice: str | None = None
+    """Why the model's text was set aside, for the user."""
+    model_hint: str | None = None
+    """How to get better answers than the model in use gives (the embedded model answered)."""
+    tidied: list[str] = field(default_factory=list)
+    """What was cut from the model's raw text: "repetition cut", "code removed", "cut off"."""
+
+    def sources_json(self) -> list[dict[str, Any]]:
+        return [passage_json(p) for p in self.passages]
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "question": self.question,
+            "standalone_question": self.standalone_question,
+            "sub_questions": self.sub_questions,
+            "kind": self.kind,
+            "answer": self.text,
+            "refused": self.refused,
+            "unsupported": self.unsupported,
+            "sentences_checked": self.sentences_checked,
+            "model": self.model,
+            "sources": self.sources_json(),
+            "highlights": {str(n): texts for n, texts in sorted(self.highlights.items())},
+            "relevance": self.relevance,
+            "quotes": self.quotes,
+            "set_aside": self.set_aside,
+            "notice": self.notice,
+            "model_hint": self.model_hint,
+            "tidied": self.tidied,
+            "timings": {k: round(v, 4) for k, v in self.timings.items()},
+        }
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+def passage_json(p: Passage) -> dict[str, Any]:
+    return {
+        "source": p.source,
+        "title": p.first.title,
+        "page": p.page,
+        "pages": p.pages,
+        "lines": list(p.lines) if p.lines else None,
+        "heading_path": p.heading_path,
+        "location": p.location,
+        "slides": sorted({c.slide for c in p.chunks if c.slide is not None}),
+        "sheet": p.first.sheet,
+        "rows": [min(c.rows[0] for c in p.chunks if c.rows), max(c.rows[-1] for c in p.chunks if c.rows)] if p.first.rows else None,
+        "symbols": list(dict.fromkeys(c.symbol for c in p.chunks if c.symbol)),
+        "chunk_index": p.first.chunk_index,
+        "chunk_indexes": [c.chunk_index for c in p.chunks],
+        "score": round(p.score, 6),
+        "found_by": p.found_by,
+        "text": p.text,
+    }
