@@ -155,3 +155,8 @@ def _excerpt(passage: str, texts: Sequence[str], indexes: Sequence[int]) -> str:
         if i >= 0:
             run.append(i)
     return "\n…\n".join(p.strip() for p in pieces)
+
+
+def quotes_json(quotes: Sequence[Quote], labels: Sequence[str]) -> list[dict[str, object]]:
+    """The quotes as the answer carries them: {"passage", "text", "location"}."""
+    return [{"passage": q.number, "text": q.text, "location": labels[q.number - 1]} for q in quotes]

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from answer_check import Disagreement, check_claims
 from answer_context import Quote
 from grounding import CITATION, Grounding, split_sentences
-
 
 NO_BACKING = "no passage backs what the model wrote"
 
@@ -73,3 +73,26 @@ def quotes_markdown(quotes: Sequence[Quote], labels: Sequence[str]) -> str:
         body = "\n".join(f"> {line}" if line.strip() else ">" for line in q.text.splitlines())
         blocks.append(f"{body}\n>\n> — [{q.number}] {labels[q.number - 1]}")
     return "\n\n".join(blocks)
+
+
+def let_quotes_stand(answer: Any, reason: str) -> None:
+    """Set the model's text aside, with the reason, and make the quotes the answer."""
+    answer.set_aside, answer.notice = answer.text, f"The model's answer was set aside: {reason}. The passages say:"
+    quotes = [Quote(q["passage"], q["text"], 0.0) for q in answer.quotes]
+    answer.text = quotes_markdown(quotes, [p.label for p in answer.passages])
+    answer.unsupported = []
+
+
+def model_hint(model: str, ollama_model: str) -> str | None:
+    """Said when the small embedded model answered: how to get better answers."""
+    if not model.startswith("llama.cpp:"):
+        return None
+    return (
+        f"Answered by the embedded {model.split(':', 1)[1]}, a small model. For better answers, "
+        f"install Ollama and run `ollama pull {ollama_model}`: docqa uses it when it runs."
+    )
+
+
+def uncited(text: str) -> str:
+    """The text without its [n] citations."""
+    return " ".join(CITATION.sub(" ", text).split(" ")).replace("  ", " ").replace(" .", ".").strip()

@@ -12,14 +12,13 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Generator, Iterator
 
 import conversation
 import documents_folder
 import embeddings
 import whole_document
-from answer_context import compact_passages, select_quotes, sentence_scores
-from answer_render import CITATION
+from answer_context import compact_passages, quotes_json, select_quotes, sentence_scores
 from answer_render import is_refusal as model_refused  # the one refusal rule, shared with the evaluation
 from answer_render import refusal_text
 from answer_types import Answer
@@ -251,47 +250,36 @@ class RAGSystem:
 
     def _quote(self, answer: Answer, checks: Any) -> None:
         """The passage sentences that best answer the question, shown before the model writes."""
-        sentences, _, scores = checks
-        answer.quotes = [
-            {"passage": q.number, "text": q.text, "location": answer.passages[q.number - 1].label}
-            for q in select_quotes(sentences, scores)
-        ]
+        answer.quotes = quotes_json(select_quotes(checks[0], checks[2]), [p.label for p in answer.passages])
 
     def _judge(self, answer: Answer, checks: Any, question: str, grounding: Any) -> None:
         """Keep the model's text, or let the quotes stand as the answer with the reason (answer_verdict.py).
 
         A right claim cited to the wrong passage is kept: when nothing backs the answer as
-        cited, it is checked again against every passage and its citations are set from that.
+        cited, it is checked again, uncited, against every passage and re-cited from that.
         """
-        from answer_verdict import NO_BACKING, add_missing_citations, judge
+        from answer_verdict import NO_BACKING, add_missing_citations, judge, uncited
 
-        texts = [p.text for p in answer.passages]
-        verdict = judge(answer.text, grounding, texts, question, answer.tidied)
-        if not verdict.shown and verdict.reason == NO_BACKING and CITATION.search(answer.text):
-            uncited = " ".join(CITATION.sub(" ", answer.text).split(" ")).replace("  ", " ").strip()
-            answer.text = uncited
-            regrounded = self._ground(answer, checks)
-            again = judge(uncited, regrounded, texts, question, answer.tidied)
-            if again.shown:
-                verdict, grounding = again, regrounded
+        texts, cited = [p.text for p in answer.passages], answer.text
+        verdict = judge(cited, grounding, texts, question, answer.tidied)
+        if not verdict.shown and verdict.reason == NO_BACKING and uncited(cited) != cited:
+            answer.text = uncited(cited)
+            grounding = self._ground(answer, checks)
+            verdict = judge(answer.text, grounding, texts, question, answer.tidied)
         if verdict.shown:
             answer.text = add_missing_citations(answer.text, grounding)
-            return
-        if not answer.quotes:
-            answer.notice = f"Check this answer against the sources: {verdict.reason}."
+        elif answer.quotes:
+            answer.text = cited
+            self._quotes_stand(answer, checks, verdict.reason)
+        else:
+            answer.text, answer.notice = cited, f"Check this answer against the sources: {verdict.reason}."
             answer.unsupported = answer.unsupported or claim_sentences(answer.text, [REFUSAL])
-            return
-        self._quotes_stand(answer, checks, verdict.reason)
 
     def _quotes_stand(self, answer: Answer, checks: Any, reason: str) -> None:
         """The model's text is set aside (one click away in the UI); the verbatim quotes are the answer."""
-        from answer_context import Quote
-        from answer_verdict import quotes_markdown
+        from answer_verdict import let_quotes_stand
 
-        answer.set_aside, answer.notice = answer.text, f"The model's answer was set aside: {reason}. The passages say:"
-        quotes = [Quote(q["passage"], q["text"], 0.0) for q in answer.quotes]
-        answer.text = quotes_markdown(quotes, [p.label for p in answer.passages])
-        answer.unsupported = []
+        let_quotes_stand(answer, reason)
         self._ground(answer, checks)
 
     def _ground(self, answer: Answer, checks: Any) -> Any:
@@ -328,6 +316,7 @@ class RAGSystem:
     def _generate(self, answer: Answer, question: str, history: list[dict[str, str]], started: float, checks: Any = None) -> Iterator[Answer]:
         """Stream the model's answer into `answer`, tidied (answer_tidy.py); an LLM failure becomes a note."""
         from answer_tidy import tidy_answer
+        from answer_verdict import model_hint
 
         messages = self._answer_messages(question, answer.passages, history, checks)
         answer.timings["prompt_chars"] = float(sum(len(m["content"]) for m in messages))
@@ -338,17 +327,11 @@ class RAGSystem:
         if tidied:
             log.info("Answer tidied: %s", ", ".join(tidied))
         answer.tidied = tidied
-        self._note_model(answer)
+        answer.model_hint = model_hint(answer.model, self.settings.ollama_model)
 
-    def _note_model(self, answer: Answer) -> None:
-        """Say when the small embedded model answered, and how to get a better one."""
-        if answer.model.startswith("llama.cpp:"):
-            answer.model_hint = (
-                f"Answered by the embedded {answer.model.split(':', 1)[1]}, a small model. For better answers, "
-                f"install Ollama and run `ollama pull {self.settings.ollama_model}`: docqa uses it when it runs."
-            )
-
-    def _stream_into(self, answer: Answer, messages: list[dict[str, str]], started: float, max_tokens: int | None = None) -> Iterator[Answer]:
+    def _stream_into(
+        self, answer: Answer, messages: list[dict[str, str]], started: float, max_tokens: int | None = None
+    ) -> Generator[Answer, None, bool]:
         """Stream into answer.text; stops early when the model starts repeating itself. Returns whether it hit the limit."""
         from answer_tidy import repeats_from
 
