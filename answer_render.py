@@ -120,6 +120,9 @@ def answer_as_text(answer: AnswerView) -> str:
     lists the closest passages; the packaged model rarely cites).
     """
     text = answer.text.strip()
+    quotes = list(getattr(answer, "quotes", None) or [])
+    if quotes and getattr(answer, "set_aside", None) is None and not getattr(answer, "refused", False):
+        text = f"From the documents:\n{quote_lines(quotes)}\n\nAnswer: {text}"
     if not answer.passages:
         return text
     numbers = cited_numbers(text, len(answer.passages)) or list(range(1, len(answer.passages) + 1))

@@ -28,15 +28,19 @@ class Verdict:
 
 
 def judge(
-    text: str, grounding: Grounding | None, passages: Sequence[str], question: str, tidied: Sequence[str] = ()
+    text: str, grounding: Grounding | None, passages: Sequence[str], question: str, tidied: Sequence[str] = (),
+    labels: Sequence[str] = (),
 ) -> Verdict:
-    """Show the model's text, or set it aside with the reason a user reads."""
+    """Show the model's text, or set it aside with the reason a user reads.
+
+    `labels` are the passages' places as the prompt showed them ("guide.pdf, page 3"): a
+    model that repeats one names no number or file of its own."""
     if not text.strip():
         return Verdict(False, "the model wrote no answer")
     if "repetition cut" in tidied:
         return Verdict(False, "the model's answer repeated itself")
     claims = [(s, _evidence(s, grounding, passages)) for s in split_sentences(text)]
-    found = check_claims(claims, "\n".join(passages), question)
+    found = check_claims(claims, "\n".join([*passages, *labels]), question)
     if found:
         first = found[0]
         return Verdict(False, f"it does not match the passages: {first.reason}", found)

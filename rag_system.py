@@ -260,12 +260,12 @@ class RAGSystem:
         """
         from answer_verdict import NO_BACKING, add_missing_citations, judge, uncited
 
-        texts, cited = [p.text for p in answer.passages], answer.text
-        verdict = judge(cited, grounding, texts, question, answer.tidied)
+        texts, cited, labels = [p.text for p in answer.passages], answer.text, [p.label for p in answer.passages]
+        verdict = judge(cited, grounding, texts, question, answer.tidied, labels)
         if not verdict.shown and verdict.reason == NO_BACKING and uncited(cited) != cited:
             answer.text = uncited(cited)
             grounding = self._ground(answer, checks)
-            verdict = judge(answer.text, grounding, texts, question, answer.tidied)
+            verdict = judge(answer.text, grounding, texts, question, answer.tidied, labels)
         if verdict.shown:
             answer.text = add_missing_citations(answer.text, grounding)
         elif answer.quotes:

@@ -333,7 +333,7 @@ def test_overlong_prompt_loses_its_last_passages_but_keeps_the_question() -> Non
     user = fitted[1]["content"]
     assert len(user.encode()) + len(SYSTEM_PROMPT) <= 1200 - 100 - 3 * 8  # window - answer - template
     assert "[1] (guide.pdf, page 3)" in user
-    assert user.endswith(f"</context>\n\nQuestion: {QUESTION}")
+    assert user.endswith(f"</context>\n\nQuestion: {QUESTION}\n{ANSWER_FORMAT}")
     assert messages[1]["content"].count("filler") == 500  # the caller's messages are untouched
 
 
