@@ -278,9 +278,9 @@ class RAGSystem:
     def _quotes_stand(self, answer: Answer, checks: Any, reason: str) -> None:
         """The model's text is set aside (one click away in the UI); the verbatim quotes are the answer."""
         from answer_verdict import let_quotes_stand
-
         let_quotes_stand(answer, reason)
-        self._ground(answer, checks)
+        self._ground(answer, checks)  # for the highlights: the quotes are verbatim, never unsupported
+        answer.unsupported = []
 
     def _ground(self, answer: Answer, checks: Any) -> Any:
         from grounding import check_grounding
