@@ -9,6 +9,7 @@ claim the checks found wrong without that warning.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,4 +100,4 @@ def model_hint(model: str, ollama_model: str) -> str | None:
 
 def uncited(text: str) -> str:
     """The text without its [n] citations."""
-    return " ".join(CITATION.sub(" ", text).split(" ")).replace("  ", " ").replace(" .", ".").strip()
+    return re.sub(r" +([.,;:!?])", r"\1", re.sub(r" {2,}", " ", CITATION.sub(" ", text))).strip()

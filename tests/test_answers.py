@@ -44,7 +44,11 @@ def test_example_question_is_answered_right_with_a_quote_first(shipped, question
     assert first_quote < first_text, "the quotes arrive before the model's first token"
     assert not answer.refused, answer.text
     assert meets(answer.text, EXAMPLE_ANSWERS[question]), answer.to_json()
-    assert any(meets(q["text"], EXAMPLE_ANSWERS[question]) or q["location"] for q in answer.quotes)
+    assert answer.quotes, "quotes back every answer"
+    texts = [" ".join(p.text.split()) for p in answer.passages]
+    for q in answer.quotes:  # verbatim, from the passage and place they name
+        assert " ".join(q["text"].split()) in texts[q["passage"] - 1]
+        assert q["location"] == answer.passages[q["passage"] - 1].label
     assert answer.model.startswith("llama.cpp:qwen2.5-coder-0.5b")
     assert answer.model_hint and "ollama pull" in answer.model_hint
     json = answer.to_json()
