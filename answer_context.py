@@ -70,6 +70,8 @@ matches a "how do I" question best usually introduces the steps, commands or cod
 
 def _quote_window(texts: Sequence[str], i: int) -> str:
     window = [texts[i].strip()]
+    if window[0].startswith("|"):  # a table row is quoted alone: the next rows are other settings
+        return window[0]
     for following in texts[i + 1 :]:
         if sum(len(t) for t in window) >= QUOTE_CHARS or following.lstrip().startswith("#"):
             break
