@@ -60,6 +60,17 @@ class Settings:
         DEFAULT_SEPARATORS,
         "Split points, tried in order (JSON list; escapes like \\n allowed).",
     )
+    low_info_max_compression: float = _setting(
+        10.0,
+        "A chunk whose text compresses more than this many times (a run of one character or one line "
+        "repeated) is low-information and not indexed; the rest of its file is, and `stats` notes it. "
+        "Prose compresses ~2x; the densest chunk of the shipped documents, Think Python and SciFact 4.7x. 0 turns it off.",
+    )
+    low_info_max_wordless: float = _setting(
+        0.8,
+        "A chunk whose characters stand mostly (above this share) in runs of over 40 without a space "
+        "(base64, hex, minified code) is low-information too; the densest of those corpora has 0.35.",
+    )
     # Embeddings and store
     embedding_model: str = _setting(
         "",
@@ -190,6 +201,12 @@ class Settings:
     )
     relevance_min_similarity_with_overlap: float = _setting(
         0.45, "The lower similarity bar for a passage that holds most of the question's words."
+    )
+    rare_term_max_chunks: int = _setting(
+        3,
+        "A question word that at most this many chunks hold is rare (a name, a product, an identifier): "
+        "a passage holding every content word of the question, one of them rare, is relevant whatever "
+        "its similarity, since the embedding model may not know the name. 0 turns this off.",
     )
     grounding_min_similarity: float = _setting(
         0.55,

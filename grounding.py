@@ -119,18 +119,23 @@ class Relevance:
     relevant: bool
 
 
-def assess_relevance(question_vector: np.ndarray, question: str, sentences: PassageSentences, settings: Settings) -> Relevance:
+def assess_relevance(
+    question_vector: np.ndarray, question: str, sentences: PassageSentences, settings: Settings, rare: set[str] | frozenset[str] = frozenset()
+) -> Relevance:
     """Relevant when the closest passage sentence is similar enough to the question.
 
     A passage can also pass on words alone: when it holds most of the question's content
     words (an exact name or identifier the embedding model does not know) and its
-    similarity is still above the lower bar.
+    similarity is still above the lower bar; or, whatever its similarity, when it holds
+    every content word and one of them is `rare` in the corpus (few chunks hold it: an
+    exact match on a name the embedding model has never seen).
     """
     numbers = range(1, len(sentences.texts) + 1)
     similarity = sentences.best_match(question_vector, numbers)[0] if sentences.texts else 0.0
     asked = content_terms(question)
     overlap = max((len(asked & terms) / len(asked) for terms in sentences.terms), default=0.0) if asked else 0.0
-    relevant = similarity >= settings.relevance_min_similarity or (
+    exact_rare = bool(asked & rare) and any(asked <= terms for terms in sentences.terms)
+    relevant = exact_rare or similarity >= settings.relevance_min_similarity or (
         overlap >= settings.relevance_min_overlap and similarity >= settings.relevance_min_similarity_with_overlap
     )
     return Relevance(round(similarity, 4), round(overlap, 4), relevant)

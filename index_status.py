@@ -54,7 +54,9 @@ def document_statuses(m: Manifest) -> list[DocumentStatus]:
     """Every file the last sync looked at, by name: indexed with its chunks, or failed or skipped with why."""
     found = {source: DocumentStatus(source, "skipped", reason=why) for source, why in list(m.skipped.items())}
     found.update((source, DocumentStatus(source, "failed", reason=f.reason)) for source, f in list(m.failed.items()))
-    found.update((source, DocumentStatus(source, "indexed", chunks=len(r.chunk_ids))) for source, r in list(m.files.items()))
+    found.update(
+        (source, DocumentStatus(source, "indexed", chunks=len(r.chunk_ids), reason="; ".join(r.notes))) for source, r in list(m.files.items())
+    )
     return [found[source] for source in sorted(found)]
 
 
@@ -71,5 +73,6 @@ def manifest_stats(m: Manifest, keyword_index_chunks: int) -> dict[str, Any]:
         "failed": {k: v.reason for k, v in sorted(list(m.failed.items()))},
         "skipped": dict(sorted(list(m.skipped.items()))),
         "skipped_by_type": skipped_by_type(m.skipped),
+        "notes": {k: "; ".join(r.notes) for k, r in sorted(list(m.files.items())) if r.notes},
         "last_indexed": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(m.last_indexed)) if m.last_indexed else None,
     }

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from chunk_quality import screen_chunks
 from config import Settings
 from converter_workers import ConverterPool
 from discovery import discover
@@ -185,6 +186,7 @@ class Indexer:
             "chunk_overlap": s.chunk_overlap,
             "code_chunk_size": s.code_chunk_size,
             "separators": list(s.chunk_separators),
+            "low_info": [s.low_info_max_compression, s.low_info_max_wordless],
             "collection": getattr(self.vectors, "collection_name", None),
         }
 
@@ -298,7 +300,6 @@ class Indexer:
             self._pool = None
 
     def _index_files(self, todo: list[tuple[str, Path, os.stat_result, str]], report: IndexReport, progress: Progress | None) -> None:
-        s = self.settings
         total = len(todo)
         stats = {source: (st, sha) for source, _, st, sha in todo}
         batch: list[Pending] = []
@@ -306,10 +307,10 @@ class Indexer:
         for done, (source, doc, error) in enumerate(self._converted(todo, report), start=1):
             st, sha = stats[source]
             t = time.perf_counter()
-            chunks = split_document(doc, s.chunk_size, s.chunk_overlap, s.chunk_separators, s.code_chunk_size) if doc else []
+            chunks = self._chunks(doc) if doc else []
             report.timed("split", t)
             if doc is None or not chunks:
-                self._fail(source, error or "no text to index", st, report)
+                self._fail(source, error or self._nothing_left(doc), st, report)
             else:
                 batch.append(Pending(source, st.st_size, st.st_mtime, sha, doc, chunks))
                 batch_chunks += len(chunks)
@@ -323,12 +324,11 @@ class Indexer:
     def add_converted(self, docs: list[ConvertedDocument], progress: Progress | None = None) -> IndexReport:
         """Index documents that did not come from the folder (evaluation corpora), same path as files."""
         report = IndexReport()
-        s = self.settings
         batch: list[Pending] = []
         count = 0
         for done, doc in enumerate(docs, start=1):
             t = time.perf_counter()
-            chunks = split_document(doc, s.chunk_size, s.chunk_overlap, s.chunk_separators, s.code_chunk_size)
+            chunks = self._chunks(doc)
             report.timed("split", t)
             batch.append(Pending(doc.source, 0, 0.0, "", doc, chunks))
             count += len(chunks)
@@ -341,6 +341,22 @@ class Indexer:
         if progress:
             progress("documents", len(docs), len(docs))
         return report
+
+    def _chunks(self, doc: ConvertedDocument) -> list[Chunk]:
+        """The document's chunks worth indexing (chunk_quality.py); what was left out goes into its notes."""
+        s = self.settings
+        chunks = split_document(doc, s.chunk_size, s.chunk_overlap, s.chunk_separators, s.code_chunk_size)
+        screened = screen_chunks(chunks, s.low_info_max_compression, s.low_info_max_wordless)
+        notes = screened.notes(s.chunk_size, s.chunk_overlap)
+        if notes:
+            doc.notes.extend(notes)
+            log.info("%s: %s", doc.source, "; ".join(notes))
+        return screened.kept
+
+    @staticmethod
+    def _nothing_left(doc: ConvertedDocument | None) -> str:
+        leftout = [n for n in (doc.notes if doc else []) if n.startswith("low-information")]
+        return f"no text worth indexing: {leftout[-1]}" if leftout else "no text to index"
 
     def _store_batch(self, batch: list[Pending], report: IndexReport, quiet: bool = False) -> None:
         if not batch:

@@ -329,3 +329,17 @@ class KeywordIndex:
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top])]
         return [(ids[i], float(scores[i])) for i in top]
+
+    def chunk_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
+        """How many chunks hold each (tokenized) term; 0 for a term no chunk holds.
+
+        A term few chunks hold names something specific (a product, a person, an identifier),
+        which the embedding model may not know: the relevance gate trusts an exact match on it.
+        """
+        with self._lock:
+            self._ensure_fresh()
+            model = self._bm25
+        if model is None:
+            return dict.fromkeys(terms, 0)
+        indptr, vocab = model.scores["indptr"], model.vocab_dict
+        return {t: int(indptr[vocab[t] + 1] - indptr[vocab[t]]) if t in vocab else 0 for t in terms}

@@ -243,7 +243,7 @@ class RAGSystem:
         except EmbeddingError as exc:
             log.warning("Relevance and grounding checks skipped: %s", exc)
             return None
-        relevance = assess_relevance(question_vector, question, sentences, self.settings)
+        relevance = assess_relevance(question_vector, question, sentences, self.settings, self.retriever.rare_terms(question))
         answer.relevance = {"similarity": relevance.similarity, "overlap": relevance.overlap, "relevant": relevance.relevant}
         answer.timings["relevance_s"] = time.perf_counter() - t
         return sentences, question_vector, sentence_scores(sentences, question_vector, question)

@@ -24,7 +24,7 @@ from answer_render import place
 from config import Settings
 from doc_types import Chunk, describe_location
 from embeddings import EmbeddingBackend
-from keyword_index import KeywordIndex
+from keyword_index import KeywordIndex, tokenize
 from name_search import definitions_first
 from vector_store import NullVectorStore, VectorStore
 
@@ -189,6 +189,12 @@ class Retriever:
         if s.neighbour_weight > 0 and len(fused) > 1:
             fused = add_neighbour_context(fused, self.keywords.positions([cid for cid, _, _ in fused]), s.neighbour_weight)
         return fused
+
+    def rare_terms(self, question: str) -> set[str]:
+        """The question's terms (tokenized as the keyword index does) that at most `rare_term_max_chunks` chunks hold, and at least one."""
+        limit = self.settings.rare_term_max_chunks
+        frequencies = self.keywords.chunk_frequencies(set(tokenize(question))) if limit > 0 else {}
+        return {term for term, count in frequencies.items() if 0 < count <= limit}
 
     def retrieve(
         self, question: str, k: int | None = None, where: Where | None = None, mode: str | None = None, parts: list[str] | None = None

@@ -74,7 +74,7 @@ def test_every_bad_file_is_skipped_with_a_reason_and_every_good_one_is_indexed(h
         stats = rag.stats()
         problems = {**stats["failed"], **stats["skipped"]}
         indexed = set(rag.indexer.manifest.files)
-        for good in ("good.md", "owner-only.pdf", "thousands.pdf", "huge-page.pdf", "latin1.txt", "long-line.txt", "odd ☃ naïve\nname.md"):
+        for good in ("good.md", "owner-only.pdf", "thousands.pdf", "huge-page.pdf", "latin1.txt", "odd ☃ naïve\nname.md"):
             assert good in indexed, f"{good!r} was not indexed: {problems.get(good)}"
         assert any(s.endswith("deep.md") for s in indexed)
         expectations = {
@@ -87,6 +87,7 @@ def test_every_bad_file_is_skipped_with_a_reason_and_every_good_one_is_indexed(h
             "binary.txt": "binary",
             "binary.md": "binary",
             "huge.txt": "MB",
+            "long-line.txt": "low-information text",  # one word 40,000 times: nothing a question could match
         }
         for name, words in expectations.items():
             assert name in problems, f"{name} should be reported, got {sorted(problems)}"
@@ -94,9 +95,8 @@ def test_every_bad_file_is_skipped_with_a_reason_and_every_good_one_is_indexed(h
         assert not any("outside" in s and s != "outside" for s in indexed), "followed a link outside the folder"
         assert not any("back-to-top" in s for s in indexed), "followed a symlink loop"
         assert rag.indexer.check() == []
-        # Decoded right: its accented words are searchable (the long-line file crowds the fused top-k).
-        hits = rag.keywords.get_chunks([cid for cid, _ in rag.keywords.search("crème brûlée résumé", 3)])
-        assert "latin1.txt" in {c.source for c in hits.values()}
+        # Decoded right: its accented words are searchable, and no junk file crowds them out.
+        assert "latin1.txt" in {p.source for p in rag.retrieve_context("crème brûlée résumé")[:3]}
         assert report.failed  # the report carries the reasons too
     finally:
         rag.close()

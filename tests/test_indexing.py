@@ -16,8 +16,8 @@ from rag_system import RAGSystem
 
 FILES = {
     "espresso.md": "# Espresso\n\n## Grinding\n\nGrind the beans finely for espresso.\n\n## Brewing\n\n"
-    + "Pull the shot for twenty-five seconds at nine bar. " * 6,
-    "notes/descaling.txt": "Descale the boiler every month with citric acid.\n" * 8,
+    + " ".join(f"Shot {n}: pull it for twenty-five seconds at nine bar." for n in range(1, 7)),
+    "notes/descaling.txt": "".join(f"Month {n}: descale the boiler with citric acid.\n" for n in range(1, 9)),
     "milk.md": "# Milk\n\nSteam the milk to sixty degrees for a silky microfoam.\n",
 }
 
