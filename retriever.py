@@ -213,6 +213,7 @@ class Retriever:
         if parts:
             ranked, count = self._add_parts(ranked, parts, k, mode, where)
         chunks = self.keywords.get_chunks([cid for cid, _, _ in ranked[: max(count * 4, 20)]])
+        ranked = keep_rare_match(ranked, chunks, self.rare_terms(question), count)
         candidates = [Passage([chunks[cid]], score, found) for cid, score, found in ranked if cid in chunks]
         candidates = definitions_first(question, candidates)  # a question naming a function gets its definition first
         chosen = cap_per_file(candidates, count, self.settings.max_chunks_per_file)
@@ -232,6 +233,23 @@ class Retriever:
                 picked.append(ranked[0])
                 seen.add(ranked[0][0])
         return picked + [row for row in whole[k:] if row[0] not in seen], len(picked)
+
+
+def keep_rare_match(
+    ranked: list[tuple[str, float, dict[str, int]]], chunks: dict[str, Chunk], rare: set[str], k: int
+) -> list[tuple[str, float, dict[str, int]]]:
+    """BM25's best chunk moved up into the top k when it holds a rare term of the question.
+
+    A name that few chunks hold (a person, a product, an identifier) is the surest sign of
+    where the answer stands, yet the vector side, which does not know the name, can fill
+    the top k with chunks that are merely about the same kind of thing.
+    """
+    if not rare:
+        return ranked
+    at = next((i for i, (_, _, found) in enumerate(ranked) if found.get("bm25") == 1), None)
+    if at is None or at < k or ranked[at][0] not in chunks or not rare & set(tokenize(chunks[ranked[at][0]].text)):
+        return ranked
+    return [*ranked[: k - 1], ranked[at], *ranked[k - 1 : at], *ranked[at + 1 :]]
 
 
 def cap_per_file(candidates: list[Passage], k: int, cap: int) -> list[Passage]:
