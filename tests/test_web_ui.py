@@ -475,7 +475,7 @@ def test_example_question_streams_a_cited_answer_with_its_pdf_page(page, tmp_pat
     where = re.compile(rf"{re.escape(expected['file'])} — (page {n}(?!\d)|pages ({n}-\d+|\d+-{n})(?!\d))")
     expect(sources).to_contain_text(where)
     expect(sources).to_contain_text("score ")
-    model = re.search(r"Answered by (llama\.cpp:\S+) in", sources.inner_text())
+    model = re.search(r"(?:Answered by|the answer of) (llama\.cpp:\S+) ", sources.inner_text())
     assert model, sources.inner_text()
     assert f"— {model[1]}" in final
     expect(page.locator("#docqa-status")).to_contain_text(f"model: {model[1]}")
