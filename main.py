@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from config import Settings, describe_settings, load_settings
-from errors import DocqaError
+from errors import DocqaError, LockError
 
 if TYPE_CHECKING:
     from rag_system import Answer, RAGSystem
@@ -311,6 +311,27 @@ def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
     return run_eval_command(settings, args)
 
 
+def open_system(settings: Settings, args: argparse.Namespace) -> RAGSystem:
+    """The system, opened to write or only to read, as the command needs.
+
+    stats, check and ask --no-index only read, so they work beside a running server; ask
+    indexes first unless another docqa holds the folder, which keeps the index up to date.
+    """
+    from rag_system import RAGSystem
+
+    reads = args.command == "stats" or (args.command == "check" and not args.repair) or (args.command == "ask" and args.no_index)
+    if reads:
+        return RAGSystem(settings, lock="read")
+    try:
+        return RAGSystem(settings)
+    except LockError:
+        if args.command != "ask":
+            raise
+    log.info("Another docqa keeps this index up to date; answering from it as it is")
+    args.no_index = True
+    return RAGSystem(settings, lock="read")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -328,9 +349,7 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_eval(settings, args)
         if args.command == "analyze":
             return cmd_analyze(settings, args)
-        from rag_system import RAGSystem
-
-        rag = RAGSystem(settings)
+        rag = open_system(settings, args)
         handler = {"serve": cmd_serve, "index": cmd_index, "ask": cmd_ask, "stats": cmd_stats, "check": cmd_check}
         return handler[args.command](rag, args)
     except DocqaError as exc:

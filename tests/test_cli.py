@@ -238,6 +238,36 @@ def test_library_debug_lines_appear_only_with_log_level_debug(lists_folder):
     assert not LOG_LINE.search(result.stdout)
 
 
+# --- beside a running server ---------------------------------------------------------------
+
+
+def test_read_commands_work_beside_a_running_server_and_a_second_writer_is_refused(lists_folder):
+    from serving import free_port, running
+
+    (lists_folder["docs"] / "setup.exe").write_bytes(b"MZ not a document")
+    port = free_port()
+    env = {**lists_folder["env"], "GRADIO_SERVER_PORT": str(port)}
+    home = lists_folder["home"]
+    with running([sys.executable, "main.py", "serve"], f"http://127.0.0.1:{port}/", home / "serve.log", env, ROOT, 300) as server:
+        stats = run_cli(["stats"], env)
+        assert stats.returncode == 0, stats.stderr
+        assert "files: 1\n" in stats.stdout and "  markdown: 1\n" in stats.stdout
+        assert "  setup.exe: unsupported file type .exe\n" in stats.stdout, "why a document is missing, as the guide says"
+        check = run_cli(["check"], env)
+        assert check.returncode == 0, check.stderr
+        assert check.stdout.startswith("Consistent: manifest, vector store and keyword index agree")
+        asked = run_cli(["ask", "How do I write a Python list?"], env)
+        assert asked.returncode == 0, asked.stderr
+        assert "```python\nxs = [1, 2]\n```" in asked.stdout and "\n[1] lists.md, lines 1-3" in asked.stdout
+        assert "keeps this index up to date" in asked.stderr
+
+        for writer in (["index"], ["check", "--repair"]):
+            refused = run_cli(writer, env)
+            assert refused.returncode == 2 and refused.stdout == ""
+            assert f"is in use by docqa (pid {server.pid})" in refused.stderr and "`stats`, `check` and `ask` work beside it" in refused.stderr
+            assert "Traceback" not in refused.stderr
+
+
 # --- config --------------------------------------------------------------------------------
 
 

@@ -293,3 +293,30 @@ def test_second_system_on_the_same_data_folder_is_refused_until_the_first_closes
     first.close()
     second = open_rag()
     assert second.stats()["files"] == 0
+
+
+def test_a_reader_opens_beside_the_writer_and_sees_the_index_whole(rag, embedder):
+    import threading
+
+    reader = RAGSystem(rag.settings, embedder=embedder, lock="read")
+    assert reader.stats()["files"] == len(FILES) and reader.check().consistent
+    assert reader.retrieve_context("How long is the espresso shot pulled?", k=1)[0].source == "espresso.md"
+    with pytest.raises(LockError, match="only reads"):
+        reader.index()
+    synced = threading.Event()
+    waiting = threading.Thread(target=lambda: (rag.index(), synced.set()))
+    waiting.start()
+    assert not synced.wait(1.0), "the writer's sync waits while a reader reads"
+    reader.close()
+    assert synced.wait(30)
+    waiting.join()
+
+    opened: list[RAGSystem] = []
+    with rag._lock.changing():  # a sync under way
+        late = threading.Thread(target=lambda: opened.append(RAGSystem(rag.settings, embedder=embedder, lock="read")))
+        late.start()
+        late.join(1.0)
+        assert opened == [], "a reader waits for the sync under way to end"
+    late.join(30)
+    assert opened and opened[0].stats()["chunks"] == rag.stats()["chunks"]
+    opened[0].close()
