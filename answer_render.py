@@ -89,6 +89,15 @@ def heading_note(passage: PassageView) -> str:
     return heading if heading != passage.location else ""
 
 
+def pdf_pages_note(passage: Placed) -> str:
+    """The PDF's own page numbers of a passage whose place names the book's printed pages ("PDF page 157"); "" otherwise."""
+    pages = list(getattr(passage, "pages", None) or [])
+    printed = getattr(passage, "printed_page", None)
+    if not pages or printed is None or all(printed(p) == str(p) for p in pages):
+        return ""
+    return f"PDF page {pages[0]}" if len(pages) == 1 else f"PDF pages {min(pages)}-{max(pages)}"
+
+
 def found_by_text(passage: PassageView) -> str:
     """Which searches found the passage, at which rank: "bm25 #1, vector #3"."""
     return ", ".join(f"{k} #{v}" for k, v in sorted(passage.found_by.items()))
@@ -373,9 +382,11 @@ def snippet_html(text: str, highlights: list[str]) -> str:
 def source_card_html(n: int, passage: PassageView, highlights: list[str]) -> str:
     """Source card n: its place, heading, score and text, escaped; `#source-n` links to it."""
     heading = heading_note(passage)
+    note = pdf_pages_note(passage)  # the page a PDF viewer shows, when the place names the printed one
     return (
         f"<div class='docqa-source' id='source-{n}'>"
-        f"<div class='where'>[{n}] {html.escape(place(passage, ' — '))}</div>"
+        + (f"<div class='where' title='{html.escape(note, quote=True)}'>" if note else "<div class='where'>")
+        + f"[{n}] {html.escape(place(passage, ' — '))}</div>"
         + (f"<div class='meta'>{html.escape(heading)}</div>" if heading else "")
         + f"<div class='meta'>score {passage.score:.4f} · found by {html.escape(found_by_text(passage))}</div>"
         + snippet_html(passage.text, highlights)

@@ -177,7 +177,7 @@ class KeywordIndex:
         rows = []
         for c in chunks:
             meta = {
-                "title": c.title, "page": c.page, "start_line": c.start_line,
+                "title": c.title, "page": c.page, "page_label": c.page_label, "start_line": c.start_line,
                 "end_line": c.end_line, "heading_path": c.heading_path,
                 "slide": c.slide, "sheet": c.sheet, "rows": c.rows, "symbol": c.symbol,
             }
@@ -239,7 +239,7 @@ class KeywordIndex:
                 m = json.loads(meta)
                 out[cid] = Chunk(
                     id=cid, text=text, source=source, title=m.get("title", ""), chunk_index=index,
-                    page=m.get("page"), start_line=m.get("start_line"), end_line=m.get("end_line"),
+                    page=m.get("page"), page_label=m.get("page_label"), start_line=m.get("start_line"), end_line=m.get("end_line"),
                     heading_path=m.get("heading_path") or [],
                     slide=m.get("slide"), sheet=m.get("sheet"), rows=m.get("rows"), symbol=m.get("symbol"),
                 )

@@ -93,9 +93,10 @@ def page_targets(answer: Answer) -> list[dict[str, Any]]:
         if not p.source.lower().endswith(".pdf"):
             continue
         for page in p.pages:
+            printed = p.printed_page(page)
             targets.append(
                 {
-                    "label": f"[{n}] {p.source} — page {page}",
+                    "label": f"[{n}] {p.source} — page {printed}" + (f" (PDF page {page})" if printed != str(page) else ""),
                     "source": p.source,
                     "page": page,
                     "texts": list(highlights.get(n, [])) or [p.text],
