@@ -49,6 +49,7 @@ NO_SOURCES = "<p class='docqa-empty'>Sources appear here.</p>"
 STATUS_POLL_S = 2.0
 
 CSS = """
+#docqa-chat label[data-testid="block-label"] { position: static; margin-bottom: 4px; }  /* above the messages, not floating over them */
 .docqa-source { border: 1px solid var(--border-color-primary); border-radius: 6px; padding: 8px 10px; margin: 6px 0; }
 .docqa-source:target { outline: 2px solid var(--color-accent); }
 .docqa-source .where { font-weight: 600; }

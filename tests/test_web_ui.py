@@ -598,7 +598,8 @@ def test_a_wrong_model_answer_is_set_aside_for_the_quotes_with_a_notice(browser,
 @pytest.mark.slow
 def test_a_code_answer_shows_its_code_as_written_and_docqa_markup_outside_it(browser, tmp_path_factory):
     """The model (the stand-in) answers with a code block and cites nothing: the citation docqa adds, its
-    links and its footer stay outside the code, and the code reads as written, in the answer and in the quote."""
+    links and its footer stay outside the code, and the code reads as written, in the answer and in the quote.
+    The chat's "Answer" label sits above the messages, so it covers none of them when they scroll."""
     from playwright.sync_api import expect
 
     from ollama_standin import OllamaStandin
@@ -630,4 +631,7 @@ def test_a_code_answer_shows_its_code_as_written_and_docqa_markup_outside_it(bro
             assert [blocks.nth(i).inner_text().strip() for i in range(2)] == [code, code]
             assert blocks.locator("a, mark, [class^=docqa]").count() == 0, "no docqa markup inside the code"
             assert bot.locator("a[href='#source-1']").count() >= 1, "the citation outside the code links to its card"
+            label = page.locator("#docqa-chat label[data-testid='block-label']").bounding_box()
+            messages = page.locator("#docqa-chat .bubble-wrap").bounding_box()
+            assert label["y"] + label["height"] <= messages["y"] + 1, "the Answer label sits above the messages, not over them"
             context.close()
