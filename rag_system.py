@@ -30,7 +30,7 @@ from folder_profile import format_profile, profile_folder
 from grounding import claim_sentences
 from index_status import DocumentStatus, IndexCheck, IndexStatus, document_statuses, manifest_stats
 from indexer import Indexer, IndexReport, Progress
-from llm_handler import REFUSAL, LLMBackend, make_llm_backend
+from llm_handler import REFUSAL, LLMBackend, answering_model, make_llm_backend
 from page_images import render_page_png
 from retriever import Passage, Retriever, Where
 from vector_store import NullVectorStore, VectorStore
@@ -125,7 +125,7 @@ class RAGSystem:
 
     def model_name(self) -> str:
         llm = self._given_llm or self._llm
-        return llm.name if llm is not None else f"{self.settings.llm_backend} (not loaded yet)"
+        return llm.name if llm is not None else f"{answering_model(self.settings)} — loads on the first question"
 
     def stream_answer(
         self, question: str, k: int | None = None, where: Where | None = None, history: list[dict[str, str]] | None = None
