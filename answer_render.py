@@ -6,8 +6,9 @@ when an answer is a refusal (`is_refusal`, used by RAGSystem and the evaluation)
 
 Everything from a document or the model is shown as text, never as markup. HTML is built
 from `html.escape`d pieces; chat markdown can carry no HTML or image from the model (see
-`safe_markdown`). The only markup added is our own, after escaping: `[n]` citations become
-links to the source cards, and unsupported sentences are wrapped in `<mark>`.
+`safe_markdown`). The only markup added is our own, after escaping and never inside code
+(markdown_code.py finds it): `[n]` citations become links to the source cards, and
+unsupported sentences are wrapped in `<mark>`.
 
 It imports nothing of docqa's but the refusal sentence, so the core and the front ends can
 both use it; answers and passages are read through the small protocols below.
@@ -21,12 +22,12 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from llm_handler import REFUSAL
+from markdown_code import closing_fence, code_spans, outside_code
 
 CITATION = re.compile(r"\[(\d+)\]")
 """A citation as the prompt asks for it: one passage number in brackets, "[2]". A list such
 as "[1, 2]" is not one: in an answer it is more often Python than a citation."""
 CITATION_IN_MARKDOWN = re.compile(r"(?<!\\)" + CITATION.pattern)  # not the "\[" of an escaped image
-CODE = re.compile(r"(```.*?(?:```|$)|`[^`\n]*`)", re.DOTALL)
 BLOCK_PREFIX = re.compile(r"^\s*(?:(?:[-*+•]|\d+[.)]|#{1,6}|>)\s+)*")
 MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
 MARKDOWN_HEADING = re.compile(r"^#{1,6} ", re.MULTILINE)  # the heading path is shown on its own line
@@ -88,14 +89,28 @@ def heading_note(passage: PassageView) -> str:
     return heading if heading != passage.location else ""
 
 
+def pdf_pages_note(passage: Placed) -> str:
+    """The PDF's own page numbers of a passage whose place names the book's printed pages ("PDF page 157"); "" otherwise."""
+    pages = list(getattr(passage, "pages", None) or [])
+    printed = getattr(passage, "printed_page", None)
+    if not pages or printed is None or all(printed(p) == str(p) for p in pages):
+        return ""
+    return f"PDF page {pages[0]}" if len(pages) == 1 else f"PDF pages {min(pages)}-{max(pages)}"
+
+
 def found_by_text(passage: PassageView) -> str:
     """Which searches found the passage, at which rank: "bm25 #1, vector #3"."""
     return ", ".join(f"{k} #{v}" for k, v in sorted(passage.found_by.items()))
 
 
+def citations(text: str) -> list[re.Match[str]]:
+    """The [n] citations in a markdown text, in order; a "[1]" inside code (`xs[1]`) is code, not one."""
+    return [m for s, e in outside_code(text) for m in CITATION.finditer(text, s, e)]
+
+
 def cited_numbers(text: str, count: int) -> list[int]:
     """The passage numbers, 1 to `count`, that the text cites, in order and once each."""
-    return sorted({int(n) for n in CITATION.findall(text) if 1 <= int(n) <= count})
+    return sorted({int(m[1]) for m in citations(text) if 1 <= int(m[1]) <= count})
 
 
 def is_refusal(text: str) -> bool:
@@ -147,15 +162,38 @@ def source_line(n: int, passage: PassageView) -> str:
 # ---------------------------------------------------------------- chat markdown
 
 
-def safe_markdown(text: str) -> str:
-    """Model output as markdown that cannot run or load anything: no raw HTML, no images.
+def safe_markdown(text: str, marked: Sequence[tuple[int, int]] = ()) -> str:
+    """Model output as markdown that cannot run or load anything, its code shown as written.
 
     Every HTML construct (tag, comment, autolink) starts with "<", so escaping it leaves
-    none; "![" is the only markdown that loads a resource. "&" stays, so an answer's
-    `a && b` reads right inside a code span; an entity can only ever spell text.
+    none; "![" is the only markdown that loads a resource. Inside code both are left as
+    they are where the renderer surely shows code (it escapes code itself; an entity there
+    would be shown as "&lt;"). "&" stays, so `a && b` reads right; an entity can only
+    spell text. The `marked` stretches (sorted, apart) are wrapped in <mark>, code left
+    out; a fence left open is closed, so nothing docqa adds after it is shown as code.
     """
-    text = text.replace("<", "&lt;")
-    return text.replace("![", "!\\[")
+    out, pos = [], 0
+    for span in code_spans(text):
+        out += [_marked_prose(text, pos, span.start, marked), text[span.start : span.end] if span.literal else _escaped(text[span.start : span.end])]
+        pos = span.end
+    out.append(_marked_prose(text, pos, len(text), marked))
+    return "".join(out) + closing_fence(text)
+
+
+def _escaped(text: str) -> str:
+    return text.replace("<", "&lt;").replace("![", "!\\[")
+
+
+def _marked_prose(text: str, start: int, end: int, marked: Sequence[tuple[int, int]]) -> str:
+    """text[start:end], prose with no code in it, escaped; the parts inside `marked` wrapped in <mark>."""
+    out, pos = [], start
+    for s, e in marked:
+        s, e = max(s, pos), min(e, end)
+        if s < e:
+            out += [_escaped(text[pos:s]), mark_unsupported(text[s:e])]
+            pos = e
+    out.append(_escaped(text[pos:end]))
+    return "".join(out)
 
 
 def literal_markdown(text: str) -> str:
@@ -173,8 +211,11 @@ def link_citations(markdown: str, count: int) -> str:
         n = int(m[1])
         return f"[\\[{n}\\]](#source-{n})" if 1 <= n <= count else m[0]
 
-    pieces = CODE.split(markdown)
-    return "".join(piece if i % 2 else CITATION_IN_MARKDOWN.sub(link, piece) for i, piece in enumerate(pieces))
+    out, pos = [], 0
+    for s, e in outside_code(markdown):
+        out += [markdown[pos:s], CITATION_IN_MARKDOWN.sub(link, markdown[s:e])]
+        pos = e
+    return "".join(out) + markdown[pos:]
 
 
 def find_spans(text: str, needles: list[str]) -> list[tuple[int, int]]:
@@ -201,13 +242,13 @@ def find_spans(text: str, needles: list[str]) -> list[tuple[int, int]]:
 
 
 def mark_unsupported(text: str) -> str:
-    """An unsupported stretch of the answer, marked line by line so lists and headings survive."""
+    """An unsupported stretch of prose, escaped and marked line by line so lists and headings survive."""
     lines = []
     for line in text.split("\n"):
         prefix = BLOCK_PREFIX.match(line)[0]  # type: ignore[index]  # matches empty at worst
         body = line[len(prefix) :]
         lines.append(
-            prefix + (f"<mark class='docqa-unsupported' title='{UNSUPPORTED_NOTE}'>{safe_markdown(body)}</mark>" if body.strip() else "")
+            prefix + (f"<mark class='docqa-unsupported' title='{UNSUPPORTED_NOTE}'>{_escaped(body)}</mark>" if body.strip() else "")
         )
     return "\n".join(lines)
 
@@ -216,10 +257,23 @@ def quotes_markdown(quotes: Sequence[Mapping[str, object]]) -> str:
     """The supporting sentences, verbatim, each with its place: shown before the model writes."""
     blocks = []
     for q in quotes:
-        lines = [" ".join(line.split()) for line in str(q["text"]).splitlines() if line.strip()]
-        body = "\n".join(f"> {safe_markdown(line)}" for line in lines)
+        body = safe_markdown("\n".join(f"> {line}" for line in _quoted_lines(str(q["text"]))))  # a fence closes inside it
         blocks.append(f"{body}\n>\n> — [{q['passage']}] {literal_markdown(str(q['location']))}")
     return "\n\n".join(blocks)
+
+
+def _quoted_lines(text: str) -> list[str]:
+    """A quote's lines with their spacing collapsed, except inside code, whose indentation is part of it."""
+    fenced = [span for span in code_spans(text) if span.fenced]
+    lines, pos = [], 0
+    for line in text.split("\n"):
+        in_code = any(span.start < pos < span.end for span in fenced)
+        pos += len(line) + 1
+        if in_code:
+            lines.append(line.rstrip())
+        elif line.strip():
+            lines.append(" ".join(line.split()))
+    return lines
 
 
 def quote_lines(quotes: Sequence[Mapping[str, object]]) -> str:
@@ -233,14 +287,8 @@ def quote_lines(quotes: Sequence[Mapping[str, object]]) -> str:
 
 def _marked_text(answer: AnswerView) -> tuple[str, bool]:
     """The answer text as markdown with its unsupported sentences marked; and whether any were."""
-    text = answer.text
-    unsupported = find_spans(text, list(getattr(answer, "unsupported", None) or [])) if answer.done else []
-    pieces, pos = [], 0
-    for s, e in unsupported:
-        pieces += [safe_markdown(text[pos:s]), mark_unsupported(text[s:e])]
-        pos = e
-    pieces.append(safe_markdown(text[pos:]))
-    return "".join(pieces), bool(unsupported)
+    unsupported = find_spans(answer.text, list(getattr(answer, "unsupported", None) or [])) if answer.done else []
+    return safe_markdown(answer.text, unsupported), bool(unsupported)
 
 
 def _quoted_lead(answer: AnswerView) -> str:
@@ -334,9 +382,11 @@ def snippet_html(text: str, highlights: list[str]) -> str:
 def source_card_html(n: int, passage: PassageView, highlights: list[str]) -> str:
     """Source card n: its place, heading, score and text, escaped; `#source-n` links to it."""
     heading = heading_note(passage)
+    note = pdf_pages_note(passage)  # the page a PDF viewer shows, when the place names the printed one
     return (
         f"<div class='docqa-source' id='source-{n}'>"
-        f"<div class='where'>[{n}] {html.escape(place(passage, ' — '))}</div>"
+        + (f"<div class='where' title='{html.escape(note, quote=True)}'>" if note else "<div class='where'>")
+        + f"[{n}] {html.escape(place(passage, ' — '))}</div>"
         + (f"<div class='meta'>{html.escape(heading)}</div>" if heading else "")
         + f"<div class='meta'>score {passage.score:.4f} · found by {html.escape(found_by_text(passage))}</div>"
         + snippet_html(passage.text, highlights)

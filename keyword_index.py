@@ -106,10 +106,13 @@ def _matches(meta: dict[str, Any], where: dict[str, Any] | None) -> bool:
 class KeywordIndex:
     """Chunks in SQLite plus a BM25 index over their tokens, kept in step on every change."""
 
-    def __init__(self, directory: Path, k1: float = 1.2, b: float = 0.75) -> None:
+    def __init__(self, directory: Path, k1: float = 1.2, b: float = 0.75, read_only: bool = False) -> None:
+        """`read_only`: beside the process that writes it. Then nothing is re-tokenized or saved, and the BM25
+        matrix is built in memory from the table, never read from files the writer may be saving."""
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.k1, self.b = k1, b
+        self.read_only = read_only
         self._lock = threading.RLock()
         try:
             self.db = sqlite3.connect(self.directory / "chunks.sqlite", check_same_thread=False)
@@ -126,7 +129,8 @@ class KeywordIndex:
                 """
             )
             self.db.commit()
-            self._retokenize_if_stale()
+            if not read_only:
+                self._retokenize_if_stale()
         except sqlite3.DatabaseError as exc:
             raise StoreError(
                 f"The keyword index in {self.directory} is unreadable ({exc}) — "
@@ -173,7 +177,7 @@ class KeywordIndex:
         rows = []
         for c in chunks:
             meta = {
-                "title": c.title, "page": c.page, "start_line": c.start_line,
+                "title": c.title, "page": c.page, "page_label": c.page_label, "start_line": c.start_line,
                 "end_line": c.end_line, "heading_path": c.heading_path,
                 "slide": c.slide, "sheet": c.sheet, "rows": c.rows, "symbol": c.symbol,
             }
@@ -235,7 +239,7 @@ class KeywordIndex:
                 m = json.loads(meta)
                 out[cid] = Chunk(
                     id=cid, text=text, source=source, title=m.get("title", ""), chunk_index=index,
-                    page=m.get("page"), start_line=m.get("start_line"), end_line=m.get("end_line"),
+                    page=m.get("page"), page_label=m.get("page_label"), start_line=m.get("start_line"), end_line=m.get("end_line"),
                     heading_path=m.get("heading_path") or [],
                     slide=m.get("slide"), sheet=m.get("sheet"), rows=m.get("rows"), symbol=m.get("symbol"),
                 )
@@ -263,7 +267,7 @@ class KeywordIndex:
             return
         with self._lock:
             generation = self.generation()
-            if not self._load_saved(generation):
+            if self.read_only or not self._load_saved(generation):
                 self._rebuild(generation)
 
     def _load_saved(self, generation: int) -> bool:
@@ -297,6 +301,8 @@ class KeywordIndex:
             model.index(tokens, show_progress=False)
         self._bm25, self._ids, self._meta = model, ids, meta
         self._loaded_generation = generation
+        if self.read_only:
+            return
         folder = self.directory / "bm25"
         try:
             folder.mkdir(parents=True, exist_ok=True)

@@ -389,6 +389,29 @@ def _detokenize(llm: Llama, tokens: list[int]) -> str:
 # --- The factory ------------------------------------------------------------------------
 
 
+def answering_model(settings: Settings) -> str:
+    """Which model will answer, in a user's words, before any is loaded: "Qwen2.5-Coder 0.5B (embedded)".
+
+    `auto` asks Ollama for its models (GET /api/tags, OLLAMA_PROBE_TIMEOUT at most), as
+    make_llm_backend will; nothing is loaded.
+    """
+    ollama = f"{settings.ollama_model} (Ollama)"
+    if settings.llm_backend == "ollama":
+        return ollama
+    if settings.llm_backend == "auto":
+        try:
+            with OllamaBackend(dataclasses.replace(settings, llm_timeout=OLLAMA_PROBE_TIMEOUT)) as probe:
+                probe.check()
+            return ollama
+        except BackendUnavailable:
+            pass
+    from gguf_models import MODELS
+
+    known = MODELS.get(settings.llamacpp_model)
+    embedded = Path(settings.llamacpp_model_path).name if settings.llamacpp_model_path else known.short if known else settings.llamacpp_model
+    return f"{embedded} (embedded)"
+
+
 def make_llm_backend(settings: Settings) -> LLMBackend:
     """The backend LLM_BACKEND asks for; `auto` prefers a running Ollama, else llama.cpp."""
     choice = settings.llm_backend

@@ -10,12 +10,14 @@ import argparse
 import dataclasses
 import json
 import logging
+import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from config import Settings, describe_settings, load_settings
-from errors import DocqaError
+from errors import DocqaError, LockError
 
 if TYPE_CHECKING:
     from rag_system import Answer, RAGSystem
@@ -108,15 +110,48 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     return load_settings(overrides={k: v for k, v in overrides.items() if v is not None})
 
 
+OUR_LOGGERS = frozenset({"docqa", "__main__", *(p.stem for p in Path(__file__).resolve().parent.glob("*.py"))})
+"""Loggers named after docqa's own modules; every other logger is a library's."""
+
+
+class OpenLine:
+    """Whether the answer streaming to stdout has left its line unfinished (a log line must not run on from it)."""
+
+    open = False
+
+
+class LogLines(logging.StreamHandler):  # type: ignore[type-arg]
+    """Log lines on stderr, each on a line of its own, also when stderr shares a terminal with a streaming answer."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if OpenLine.open and shares_stdout(self.stream):
+            sys.stdout.flush()
+            self.stream.write("\n")  # on stderr: the answer on stdout stays as it is
+            OpenLine.open = False
+        super().emit(record)
+
+
+def shares_stdout(stream: Any) -> bool:
+    """Whether `stream` and stdout end up in the same place (one terminal, or 2>&1)."""
+    try:
+        return os.path.samestat(os.fstat(stream.fileno()), os.fstat(sys.stdout.fileno()))
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
 def setup_logging(level: str) -> None:
-    logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        datefmt="%H:%M:%S",
-        stream=sys.stderr,
-    )
-    for noisy in ("httpx", "chromadb", "sentence_transformers", "urllib3", "httpcore"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    """docqa's log lines on stderr at LOG_LEVEL; a library's only from WARNING, unless LOG_LEVEL=DEBUG.
+
+    Some libraries set their own logger to DEBUG (bm25s does), so the level is held by the
+    handler, not left to the loggers.
+    """
+    threshold = getattr(logging, level.upper(), logging.INFO)
+    handler = LogLines(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S"))
+    handler.setLevel(threshold)
+    library_threshold = threshold if threshold <= logging.DEBUG else max(threshold, logging.WARNING)
+    handler.addFilter(lambda r: r.levelno >= (threshold if r.name.split(".")[0] in OUR_LOGGERS else library_threshold))
+    logging.basicConfig(level=threshold, handlers=[handler])
 
 
 def progress_bar() -> Any:
@@ -196,15 +231,16 @@ def stream_to_terminal(updates: Iterator[Answer]) -> Answer | None:
         if answer.quotes and not quoted and not answer.refused:
             quoted = True
             print("From the documents:\n" + quote_lines(answer.quotes) + "\n\nAnswer:", flush=True)
-        if answer.set_aside is None:
+        if answer.set_aside is None and len(answer.text) > printed:
             sys.stdout.write(answer.text[printed:])
             sys.stdout.flush()
-            printed = len(answer.text)
+            OpenLine.open, printed = not answer.text.endswith("\n"), len(answer.text)
     if answer is None:
         return None
     if answer.set_aside is not None and not quoted:
         print(answer.text)
     print()
+    OpenLine.open = False
     if answer.notice:
         print(f"\n⚠ {answer.notice}" + (" (the quotes above)" if answer.set_aside is not None and quoted else ""))
     if answer.model_hint:
@@ -291,6 +327,27 @@ def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
     return run_eval_command(settings, args)
 
 
+def open_system(settings: Settings, args: argparse.Namespace) -> RAGSystem:
+    """The system, opened to write or only to read, as the command needs.
+
+    stats, check and ask --no-index only read, so they work beside a running server; ask
+    indexes first unless another docqa holds the folder, which keeps the index up to date.
+    """
+    from rag_system import RAGSystem
+
+    reads = args.command == "stats" or (args.command == "check" and not args.repair) or (args.command == "ask" and args.no_index)
+    if reads:
+        return RAGSystem(settings, lock="read")
+    try:
+        return RAGSystem(settings)
+    except LockError:
+        if args.command != "ask":
+            raise
+    log.info("Another docqa keeps this index up to date; answering from it as it is")
+    args.no_index = True
+    return RAGSystem(settings, lock="read")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -308,9 +365,7 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_eval(settings, args)
         if args.command == "analyze":
             return cmd_analyze(settings, args)
-        from rag_system import RAGSystem
-
-        rag = RAGSystem(settings)
+        rag = open_system(settings, args)
         handler = {"serve": cmd_serve, "index": cmd_index, "ask": cmd_ask, "stats": cmd_stats, "check": cmd_check}
         return handler[args.command](rag, args)
     except DocqaError as exc:

@@ -6,7 +6,8 @@ wholly in bold. Ruled tables (page.find_tables) become markdown tables in place 
 scattered cell text. A page set in columns is read column by column, not line by line
 across the gutter. Running headers, footers and page numbers (edge lines that repeat
 page after page) are dropped. Each PDF page is one section, so every chunk cites its
-physical page.
+physical page, and the label the book prints on it where the PDF has page labels
+(page 157 of Think Python is printed as 137).
 """
 
 from __future__ import annotations
@@ -45,16 +46,22 @@ def convert_pdf_to_markdown(path: Path, source: str) -> ConvertedDocument:
             # PyMuPDF recovers what it can from a cut-off file; indexing half a document silently is worse.
             raise ConversionError("incomplete PDF: the file ends early (truncated download or copy?); replace it with a complete copy")
         pages = [read_page(page, tables=True) for page in pdf]
+        labels = [page.get_label() or None for page in pdf] if pdf.get_page_labels() else [None] * len(pages)
         meta_title = ((pdf.metadata or {}).get("title") or "").strip()
     pages = _drop_running_lines(pages)
     sections = [
-        Section(text=text, page=number, heading_path=path_, heading_levels=levels)
+        Section(text=text, page=number, page_label=_label(labels[number - 1], number), heading_path=path_, heading_levels=levels)
         for number, (text, path_, levels) in enumerate(outline_pages(pages), start=1)
         if text
     ]
     if not sections:
         raise ConversionError(NEEDS_OCR)
     return ConvertedDocument(source=source, title=meta_title or path.stem, kind="pdf", sections=sections)
+
+
+def _label(label: str | None, number: int) -> str | None:
+    """The printed page label worth keeping: one that is not just the page's number."""
+    return label if label and label != str(number) else None
 
 
 # ---------------------------------------------------------------- reading a page

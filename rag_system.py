@@ -22,14 +22,14 @@ from answer_render import is_refusal as model_refused  # the one refusal rule, s
 from answer_render import refusal_text
 from answer_types import Answer
 from config import Settings
-from data_folder import DataLock, ensure_writable, open_stores_or_rebuild
+from data_folder import DataLock, LockMode, ensure_writable, open_stores_or_rebuild
 from embeddings import EmbeddingBackend
 from errors import EmbeddingError, LLMError, describe_error
 from folder_profile import format_profile, profile_folder
 from grounding import claim_sentences
 from index_status import DocumentStatus, IndexCheck, IndexStatus, IndexTracker, document_statuses, manifest_stats
 from indexer import Indexer, IndexReport, Progress
-from llm_handler import REFUSAL, LLMBackend, make_llm_backend
+from llm_handler import REFUSAL, LLMBackend, answering_model, make_llm_backend
 from page_images import render_page_png
 from retriever import Passage, Retriever, Where
 from vector_store import NullVectorStore, VectorStore
@@ -51,19 +51,17 @@ class RAGSystem:
         embedder: EmbeddingBackend | None = None,
         llm: LLMBackend | None = None,
         vectors: VectorStore | NullVectorStore | None = None,
-        lock: bool = True,
+        lock: bool | LockMode = True,
     ) -> None:
         self.settings = settings
         ensure_writable(settings.db_dir)
-        self._lock = DataLock(settings.db_dir) if lock else None
-        if self._lock:
-            self._lock.acquire(wait_s=2.0)
+        self._lock = DataLock(settings.db_dir, lock)  # "read": beside a running writer (data_folder.py)
+        self._lock.acquire(wait_s=2.0)
         try:
             self.embedder = embedder if embedder is not None else embeddings.make_embedder(settings)
-            self.vectors, self.keywords = open_stores_or_rebuild(settings, self.embedder, vectors)
+            self.vectors, self.keywords = open_stores_or_rebuild(settings, self.embedder, vectors, self._lock.reading)
         except BaseException:
-            if self._lock:  # a failed start must not leave the data folder locked
-                self._lock.release()
+            self._lock.release()  # a failed start must not leave the data folder locked
             raise
         self.warning: str | None = f"Keyword search only: {self.vectors.reason}" if isinstance(self.vectors, NullVectorStore) else None
         self.indexer = Indexer(settings, self.vectors, self.keywords, self.embedder)
@@ -82,7 +80,8 @@ class RAGSystem:
         with self._index_lock:
             self._tracker.begin()
             try:
-                report = self.indexer.sync(reindex=reindex, progress=progress, on_step=self._tracker.step)
+                with self._lock.changing():
+                    report = self.indexer.sync(reindex=reindex, progress=progress, on_step=self._tracker.step)
             except Exception as exc:
                 self._tracker.fail(describe_error(exc))
                 raise
@@ -119,7 +118,7 @@ class RAGSystem:
 
     def model_name(self) -> str:
         llm = self._given_llm or self._llm
-        return llm.name if llm is not None else f"{self.settings.llm_backend} (not loaded yet)"
+        return llm.name if llm is not None else f"{answering_model(self.settings)} — loads on the first question"
 
     def stream_answer(
         self, question: str, k: int | None = None, where: Where | None = None, history: list[dict[str, str]] | None = None
@@ -417,7 +416,8 @@ class RAGSystem:
         problems = self.indexer.check()
         repaired: list[str] = []
         if problems and repair:
-            repaired = self.indexer.repair(problems)
+            with self._lock.changing():
+                repaired = self.indexer.repair(problems)
             self.index()
         return IndexCheck(problems, repaired)
 
@@ -433,8 +433,7 @@ class RAGSystem:
         if self._watcher is not None:
             self._watcher.stop()
         self.indexer.close()
-        if self._lock:
-            self._lock.release()
+        self._lock.release()
 
 
 def profile_documents(settings: Settings) -> tuple[dict[str, Any], str]:

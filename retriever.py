@@ -22,7 +22,7 @@ from typing import Any
 
 from answer_render import place
 from config import Settings
-from doc_types import Chunk, describe_location
+from doc_types import Chunk, describe_location, printed_page
 from embeddings import EmbeddingBackend
 from keyword_index import KeywordIndex, tokenize
 from name_search import definitions_first
@@ -60,6 +60,16 @@ class Passage:
         if self.best is not None and self.best.page is not None:
             return self.best.page
         return self.pages[0] if self.pages else None
+
+    @property
+    def page_label(self) -> str | None:
+        """The label the book prints on `page` ("137"), when the PDF gives one that is not the page's number."""
+        label = printed_page(self.chunks, self.page) if self.page is not None else None
+        return label if label != str(self.page) else None
+
+    def printed_page(self, page: int) -> str:
+        """One of the passage's pages as the book prints it, else its number."""
+        return printed_page(self.chunks, page)
 
     @property
     def lines(self) -> tuple[int, int] | None:

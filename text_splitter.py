@@ -106,6 +106,7 @@ def split_document(
     def add(text: str, section: Section, **position: object) -> None:
         index = len(chunks)
         position.setdefault("page", section.page)
+        position.setdefault("page_label", section.page_label)
         position.setdefault("slide", section.slide)
         position.setdefault("sheet", section.sheet)
         chunks.append(Chunk(id=chunk_id(doc.source, index, text), text=text, source=doc.source, title=doc.title, chunk_index=index, **position))  # type: ignore[arg-type]

@@ -43,7 +43,7 @@ def chunk_metadata(chunk: Chunk) -> dict[str, Any]:
         "chunk_index": chunk.chunk_index,
         "heading": " > ".join(chunk.heading_path),
     }
-    for key in ("page", "start_line", "end_line", "slide", "sheet", "symbol"):
+    for key in ("page", "page_label", "start_line", "end_line", "slide", "sheet", "symbol"):
         value = getattr(chunk, key)
         if value is not None:
             meta[key] = value

@@ -52,6 +52,7 @@ QUEUE_POLL_S = 1.0
 """How often a question waiting its turn looks again, and tells its page how many are ahead."""
 
 CSS = """
+#docqa-chat label[data-testid="block-label"] { position: static; margin-bottom: 4px; }  /* above the messages, not floating over them */
 .docqa-source { border: 1px solid var(--border-color-primary); border-radius: 6px; padding: 8px 10px; margin: 6px 0; }
 .docqa-source:target { outline: 2px solid var(--color-accent); }
 .docqa-source .where { font-weight: 600; }
@@ -99,9 +100,10 @@ def page_targets(answer: Answer) -> list[dict[str, Any]]:
         if not p.source.lower().endswith(".pdf"):
             continue
         for page in p.pages:
+            printed = p.printed_page(page)
             targets.append(
                 {
-                    "label": f"[{n}] {p.source} — page {page}",
+                    "label": f"[{n}] {p.source} — page {printed}" + (f" (PDF page {page})" if printed != str(page) else ""),
                     "source": p.source,
                     "page": page,
                     "texts": list(highlights.get(n, [])) or [p.text],

@@ -8,13 +8,14 @@ Writes three files, all written by the docqa project itself (no third-party text
   1 overview and privacy, 2 installation, 3 adding documents and incremental indexing,
   4 asking questions and citations, 5 choosing a language model, 6 troubleshooting.
 * ``docqa-configuration.docx`` made with python-docx: precedence of settings,
-  ``python main.py config`` and a table of configuration variables.
+  ``python main.py config`` and a table of configuration variables, whose defaults
+  are read from config.py so the document and ``config`` never disagree.
 * ``faq.md``                   a Markdown FAQ, one question per ``##`` section.
 
 Output is deterministic: running the script twice gives the same bytes (no
 timestamps in the text, fixed document metadata, fixed ZIP entry dates, no random
-PDF /ID). Importing this module has no side effects; PyMuPDF and python-docx are
-imported only when a document is built.
+PDF /ID). Importing this module has no side effects; PyMuPDF, python-docx and
+docqa's config.py are imported only when a document is built.
 
 ``EXAMPLE_QUESTIONS`` are questions each answered clearly by one place in these
 documents; ``EXPECTED_SOURCES`` maps each to that place (``page`` is the 1-based
@@ -326,8 +327,10 @@ GUIDE_PAGES: list[list[tuple[str, str]]] = [
         ("h2", "Another docqa process holds the data folder"),
         (
             "p",
-            "Only one docqa process can use the data folder at a time. Stop the other docqa "
-            "process, for example by closing the terminal it runs in, and try again.",
+            "Only one docqa process at a time can index the data folder. While docqa runs, "
+            "python main.py stats, check and ask still work beside it. To index or repair from "
+            "another terminal, stop the running docqa first, for example by closing the "
+            "terminal it runs in, and try again.",
         ),
         ("h2", "Checking the index and the settings"),
         (
@@ -448,31 +451,48 @@ def build_user_guide(path: Path) -> None:
 # Configuration reference (DOCX).
 # --------------------------------------------------------------------------------------
 
-CONFIG_TABLE = [
-    ("Variable", "Default", "Meaning"),
-    ("DOCS_DIR", "documents", "Folder of documents docqa answers from."),
-    ("DB_DIR", "data", "Data folder: vector store, keyword index, manifest and conversion cache."),
-    ("MAX_FILE_MB", "50", "Files larger than this many megabytes are skipped."),
-    ("CHUNK_SIZE", "1000", "Characters of text per chunk."),
-    ("CHUNK_OVERLAP", "200", "Characters shared by neighbouring chunks."),
-    (
-        "EMBEDDING_MODEL",
-        "(empty: the packaged all-MiniLM-L6-v2)",
-        "Local folder of a sentence-transformers model that turns chunks into vectors.",
-    ),
-    ("RETRIEVAL_MODE", "hybrid", "hybrid (BM25 keywords + vectors), vector or bm25."),
-    ("TOP_K", "5", "Passages given to the language model per question."),
-    (
-        "LLM_BACKEND",
-        "auto",
-        "auto (Ollama when it answers, else the embedded llama.cpp model), ollama or llamacpp.",
-    ),
-    ("OLLAMA_HOST", "http://127.0.0.1:11434", "Address of the Ollama server."),
-    ("OLLAMA_MODEL", "llama3.2", "Ollama model that writes the answers."),
-    ("GRADIO_SERVER_NAME", "127.0.0.1", "Address the web interface listens on."),
-    ("GRADIO_SERVER_PORT", "7860", "Port the web interface listens on."),
-    ("LOG_LEVEL", "INFO", "DEBUG, INFO, WARNING or ERROR."),
+CONFIG_ROWS = [
+    ("DOCS_DIR", "Folder of documents docqa answers from."),
+    ("DB_DIR", "Data folder: vector store, keyword index, manifest and conversion cache."),
+    ("MAX_FILE_MB", "Files larger than this many megabytes are skipped."),
+    ("CHUNK_SIZE", "Characters of text per chunk."),
+    ("CHUNK_OVERLAP", "Characters shared by neighbouring chunks."),
+    ("EMBEDDING_MODEL", "Local folder of a sentence-transformers model that turns chunks into vectors."),
+    ("RETRIEVAL_MODE", "hybrid (BM25 keywords + vectors), vector or bm25."),
+    ("TOP_K", "Passages given to the language model per question."),
+    ("LLM_BACKEND", "auto (Ollama when it answers, else the embedded llama.cpp model), ollama or llamacpp."),
+    ("OLLAMA_HOST", "Address of the Ollama server."),
+    ("OLLAMA_MODEL", "Ollama model that writes the answers."),
+    ("GRADIO_SERVER_NAME", "Address the web interface listens on."),
+    ("GRADIO_SERVER_PORT", "Port the web interface listens on."),
+    ("LOG_LEVEL", "DEBUG, INFO, WARNING or ERROR."),
 ]
+"""The settings the configuration reference lists, with their meaning; each default is read from config.py."""
+
+EMPTY_DEFAULTS = {"EMBEDDING_MODEL": "(empty: the packaged all-MiniLM-L6-v2)"}
+"""How the table names a default that is an empty string."""
+
+
+def setting_defaults() -> dict[str, str]:
+    """Every setting's default as the documents write it ("10", not "10.0"), from config.py: one source, so they agree."""
+    if str(REPO_ROOT) not in sys.path:
+        sys.path.insert(0, str(REPO_ROOT))
+    from config import SETTING_FIELDS, Settings, env_name
+
+    defaults = Settings()
+    out = {}
+    for f in SETTING_FIELDS:
+        value = getattr(defaults, f.name)
+        shown = str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+        out[env_name(f.name)] = shown or EMPTY_DEFAULTS.get(env_name(f.name), "(empty)")
+    return out
+
+
+def config_table() -> list[tuple[str, str, str]]:
+    """The table of the configuration reference: header, then (variable, default, meaning)."""
+    defaults = setting_defaults()
+    return [("Variable", "Default", "Meaning"), *((name, defaults[name], meaning) for name, meaning in CONFIG_ROWS)]
+
 
 PRECEDENCE = [
     "Built-in defaults: the Default column of the table below.",
@@ -484,18 +504,21 @@ PRECEDENCE = [
     "Command-line flags, which override everything else for that one command.",
 ]
 
-TUNING = [
-    "More context per answer: raise TOP_K so the language model sees more passages; "
-    "answers take a little longer.",
-    "Longer or shorter passages: CHUNK_SIZE (default 1000 characters) and CHUNK_OVERLAP "
-    "(default 200 characters) control how documents are split into chunks. Rebuild the "
-    "index after changing either (user guide, chapter 3).",
-    "Exact words such as names, codes or error messages: RETRIEVAL_MODE=bm25 ranks "
-    "passages by keywords only.",
-    "Questions worded differently from the documents: RETRIEVAL_MODE=vector ranks passages "
-    "by meaning only.",
-    "Everything else: keep the default, hybrid, which fuses both rankings.",
-]
+def tuning() -> list[str]:
+    """The tuning advice; the defaults it names come from config.py."""
+    defaults = setting_defaults()
+    return [
+        "More context per answer: raise TOP_K so the language model sees more passages; "
+        "answers take a little longer.",
+        f"Longer or shorter passages: CHUNK_SIZE (default {defaults['CHUNK_SIZE']} characters) and CHUNK_OVERLAP "
+        f"(default {defaults['CHUNK_OVERLAP']} characters) control how documents are split into chunks. Rebuild the "
+        "index after changing either (user guide, chapter 3).",
+        "Exact words such as names, codes or error messages: RETRIEVAL_MODE=bm25 ranks "
+        "passages by keywords only.",
+        "Questions worded differently from the documents: RETRIEVAL_MODE=vector ranks passages "
+        "by meaning only.",
+        f"Everything else: keep the default, {defaults['RETRIEVAL_MODE']}, which fuses both rankings.",
+    ]
 
 
 def _normalise_zip(data: bytes) -> bytes:
@@ -589,10 +612,11 @@ def build_configuration(path: Path) -> None:
         "The table lists each variable with its default value and its meaning. Set a "
         "variable in a .env file or in the environment, as described above."
     )
-    table = doc.add_table(rows=len(CONFIG_TABLE), cols=3)
+    rows = config_table()
+    table = doc.add_table(rows=len(rows), cols=3)
     table.style = "Table Grid"
     widths = (Cm(4.4), Cm(4.6), Cm(7.4))
-    for r, row in enumerate(CONFIG_TABLE):
+    for r, row in enumerate(rows):
         for c, value in enumerate(row):
             cell = table.cell(r, c)
             cell.width = widths[c]
@@ -613,7 +637,7 @@ def build_configuration(path: Path) -> None:
         "Retrieval decides which passages the language model sees. If answers miss "
         "information that is in your documents, try these changes one at a time:"
     )
-    for item in TUNING:
+    for item in tuning():
         doc.add_paragraph(item, style="List Bullet")
 
     buf = io.BytesIO()

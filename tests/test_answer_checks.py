@@ -88,6 +88,21 @@ def test_code_nobody_asked_for_is_removed():
     assert "t = (1,)" in kept
 
 
+def test_a_code_block_left_open_in_a_list_item_is_closed_inside_it():
+    from markdown_code import code_spans
+
+    text, _ = tidy_answer("1. Make a list:\n   ```python\n   xs = [1, 2]", "Show the code for a list", [TUPLES], hit_limit=False)
+    assert text.endswith("\n   xs = [1, 2]\n   ```"), "closed at the item's indentation, where the renderer closes it"
+    assert [text[s.start : s.end] for s in code_spans(text + "\n\nAfter.")] == ["   ```python\n   xs = [1, 2]\n   ```"]
+
+
+def test_removing_citations_leaves_code_alone():
+    from answer_verdict import uncited
+
+    assert uncited("Index with `xs[1]`, as shown [1] [2].") == "Index with `xs[1]`, as shown."
+    assert uncited("```python\nxs[1]  =  2\n```\n[1]") == "```python\nxs[1]  =  2\n```"
+
+
 def test_an_empty_or_contradicting_answer_is_set_aside():
     assert judge("", None, [CONFIG_ROW], "chunk size?").shown is False
     verdict = judge("The default chunk size is 1024 bytes [1].", None, [CONFIG_ROW], "What is the default chunk size?")

@@ -201,6 +201,103 @@ def test_ask_cites_the_expected_file_first(ask_json, question):
         assert_source_shape(source)
 
 
+# --- logs stay out of the answer -----------------------------------------------------------
+
+CODE_ANSWER_PIECES = ["Use a list:\n\n", "```python\nxs = [1, 2]\n```"]
+LOG_LINE = re.compile(r"\d\d:\d\d:\d\d (DEBUG|INFO|WARNING|ERROR) [\w.]+: ")
+
+
+@pytest.fixture(scope="module")
+def lists_folder(tmp_path_factory) -> dict[str, Any]:
+    """A one-file documents folder and an Ollama stand-in that answers with a code block."""
+    home = tmp_path_factory.mktemp("logs")
+    docs = home / "documents"
+    docs.mkdir()
+    (docs / "lists.md").write_text(
+        "# Lists\n\nA Python list is written with square brackets, for example xs = [1, 2].\n", encoding="utf-8"
+    )
+    with OllamaStandin(pieces=CODE_ANSWER_PIECES) as ollama:
+        env = cli_env(home, DOCS_DIR=str(docs), DB_DIR=str(home / "data"), LLM_BACKEND="ollama", OLLAMA_HOST=ollama.url)
+        yield {"home": home, "docs": docs, "env": env}
+
+
+def run_in_terminal(args: list[str], env: dict[str, str], timeout: float = 300) -> str:
+    """`python main.py ARGS` with stdout and stderr on one pseudo-terminal, as a user sees them."""
+    import pty
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "main.py", *args], cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        out += data
+    os.close(master)
+    assert proc.wait(timeout=timeout) == 0, out.decode(errors="replace")
+    return out.decode().replace("\r\n", "\n")
+
+
+def test_ask_prints_the_answer_and_sources_on_stdout_and_no_log_line(lists_folder):
+    result = run_cli(["ask", "How do I write a Python list?"], lists_folder["env"])
+    assert result.returncode == 0, result.stderr
+    assert "```python\nxs = [1, 2]\n```\n" in result.stdout and "Sources:\n[1] lists.md" in result.stdout
+    assert not LOG_LINE.search(result.stdout) and not re.search(r"\b(DEBUG|INFO|WARNING)\b|bm25s|rag_system:", result.stdout)
+    logs = result.stderr.splitlines()
+    assert any(LOG_LINE.match(line) and " INFO rag_system: Answered" in line for line in logs), "docqa's own log lines go to stderr"
+    assert [line for line in logs if " DEBUG " in line] == [], "no DEBUG line at the default level"
+    libraries = {"bm25s", "httpx", "httpcore", "chromadb", "urllib3", "sentence_transformers"}
+    assert [line for line in logs if LOG_LINE.match(line) and line.split()[2].split(".")[0].rstrip(":") in libraries] == []
+
+
+def test_a_log_line_never_runs_on_from_the_answer_in_a_terminal(lists_folder):
+    shown = run_in_terminal(["ask", "How do I write a Python list?", "--no-index"], lists_folder["env"])
+    assert "\n```\n" in shown, f"the closing fence stands on its own line:\n{shown}"
+    starts = [shown[m.start() - 1] for m in LOG_LINE.finditer(shown) if m.start() > 0]
+    assert starts and set(starts) == {"\n"}, f"every log line starts a line of its own:\n{shown}"
+
+
+def test_library_debug_lines_appear_only_with_log_level_debug(lists_folder):
+    result = run_cli(["ask", "How do I write a Python list?", "--no-index", "--log-level", "DEBUG"], lists_folder["env"])
+    assert result.returncode == 0, result.stderr
+    assert re.search(r" DEBUG (chromadb|httpcore|sentence_transformers)[\w.]*: ", result.stderr), result.stderr[-2000:]
+    assert not LOG_LINE.search(result.stdout)
+
+
+# --- beside a running server ---------------------------------------------------------------
+
+
+def test_read_commands_work_beside_a_running_server_and_a_second_writer_is_refused(lists_folder):
+    from serving import free_port, running
+
+    (lists_folder["docs"] / "setup.exe").write_bytes(b"MZ not a document")
+    port = free_port()
+    env = {**lists_folder["env"], "GRADIO_SERVER_PORT": str(port)}
+    home = lists_folder["home"]
+    with running([sys.executable, "main.py", "serve"], f"http://127.0.0.1:{port}/", home / "serve.log", env, ROOT, 300) as server:
+        stats = run_cli(["stats"], env)
+        assert stats.returncode == 0, stats.stderr
+        assert "files: 1\n" in stats.stdout and "  markdown: 1\n" in stats.stdout
+        assert "  setup.exe: unsupported file type .exe\n" in stats.stdout, "why a document is missing, as the guide says"
+        check = run_cli(["check"], env)
+        assert check.returncode == 0, check.stderr
+        assert check.stdout.startswith("Consistent: manifest, vector store and keyword index agree")
+        asked = run_cli(["ask", "How do I write a Python list?"], env)
+        assert asked.returncode == 0, asked.stderr
+        assert "```python\nxs = [1, 2]\n```" in asked.stdout and "\n[1] lists.md, lines 1-3" in asked.stdout
+        assert "keeps this index up to date" in asked.stderr
+
+        for writer in (["index"], ["check", "--repair"]):
+            refused = run_cli(writer, env)
+            assert refused.returncode == 2 and refused.stdout == ""
+            assert f"is in use by docqa (pid {server.pid})" in refused.stderr and "`stats`, `check` and `ask` work beside it" in refused.stderr
+            assert "Traceback" not in refused.stderr
+
+
 # --- config --------------------------------------------------------------------------------
 
 

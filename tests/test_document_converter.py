@@ -107,6 +107,26 @@ def test_pdf_running_headers_and_page_numbers_are_dropped(tmp_path):
     assert [(s.page, s.text) for s in doc.sections] == list(enumerate(bodies, start=1))
 
 
+def make_labelled_pdf(path: Path) -> Path:
+    """Five pages printed as i, ii, then 1, 2, 3: front matter in roman numerals, as books do."""
+    import pymupdf
+
+    words = ["Preface", "Contents", "Tuples are immutable sequences.", "Dictionaries map keys to values.", "Sets hold unique items."]
+    make_pdf(path, [[(text, 11)] for text in words])
+    pdf = pymupdf.open(path)
+    pdf.set_page_labels([{"startpage": 0, "prefix": "", "style": "r", "firstpagenum": 1}, {"startpage": 2, "style": "D", "firstpagenum": 1}])
+    pdf.saveIncr()
+    pdf.close()
+    return path
+
+
+def test_pdf_pages_keep_the_label_the_book_prints(tmp_path):
+    doc = convert_document(make_labelled_pdf(tmp_path / "book.pdf"), "book.pdf")
+    assert [(s.page, s.page_label) for s in doc.sections] == [(1, "i"), (2, "ii"), (3, "1"), (4, "2"), (5, "3")]
+    plain = convert_document(make_pdf(tmp_path / "plain.pdf", [[("No labels here.", 11)], [("Nor here.", 11)]]), "plain.pdf")
+    assert [(s.page, s.page_label) for s in plain.sections] == [(1, None), (2, None)], "a page's own number is no label"
+
+
 def test_generated_pdf_large_lines_become_headings(tmp_path):
     body = "The machine heats water to ninety three degrees before pulling a shot of espresso."
     pages = [

@@ -316,3 +316,64 @@ def test_second_system_on_the_same_data_folder_is_refused_until_the_first_closes
     first.close()
     second = open_rag()
     assert second.stats()["files"] == 0
+
+
+def test_a_reader_opens_beside_the_writer_and_sees_the_index_whole(rag, embedder):
+    import threading
+
+    reader = RAGSystem(rag.settings, embedder=embedder, lock="read")
+    assert reader.stats()["files"] == len(FILES) and reader.check().consistent
+    assert reader.retrieve_context("How long is the espresso shot pulled?", k=1)[0].source == "espresso.md"
+    with pytest.raises(LockError, match="only reads"):
+        reader.index()
+    synced = threading.Event()
+    waiting = threading.Thread(target=lambda: (rag.index(), synced.set()))
+    waiting.start()
+    assert not synced.wait(1.0), "the writer's sync waits while a reader reads"
+    reader.close()
+    assert synced.wait(30)
+    waiting.join()
+
+    opened: list[RAGSystem] = []
+    with rag._lock.changing():  # a sync under way
+        late = threading.Thread(target=lambda: opened.append(RAGSystem(rag.settings, embedder=embedder, lock="read")))
+        late.start()
+        late.join(1.0)
+        assert opened == [], "a reader waits for the sync under way to end"
+    late.join(30)
+    assert opened and opened[0].stats()["chunks"] == rag.stats()["chunks"]
+    opened[0].close()
+
+
+def test_a_pdf_passage_names_the_printed_page_and_keeps_the_pdf_page_in_json(open_rag):
+    from answer_render import source_card_html, source_line
+    from answer_types import passage_json
+    from test_document_converter import make_labelled_pdf
+
+    rag = open_rag()
+    make_labelled_pdf(rag.settings.docs_dir / "book.pdf")
+    rag.index()
+    (passage,) = rag.retrieve_context("Which sequences are immutable?", k=1)
+    assert (passage.page, passage.location) == (3, "page 1"), "the 3rd page of the PDF is printed as 1"
+    shown = passage_json(passage)
+    assert (shown["page"], shown["pages"], shown["page_label"], shown["location"]) == (3, [3], "1", "page 1")
+    assert "<div class='where' title='PDF page 3'>[1] book.pdf — page 1</div>" in source_card_html(1, passage, [])
+    assert source_line(1, passage).startswith("[1] book.pdf, page 1 ")
+    (front,) = rag.retrieve_context("Preface", k=1)
+    assert front.location == "page i"
+
+
+def test_an_index_made_before_page_labels_names_the_pdf_page(open_rag):
+    """Chunks stored without a label (an older index) read back as before: the page's number, no tooltip."""
+    from answer_render import source_card_html
+    from answer_types import passage_json
+    from test_document_converter import make_labelled_pdf
+
+    rag = open_rag()
+    make_labelled_pdf(rag.settings.docs_dir / "book.pdf")
+    rag.index()
+    rag.keywords.db.execute("UPDATE chunks SET meta = json_remove(meta, '$.page_label')")
+    rag.keywords.db.commit()
+    (passage,) = rag.retrieve_context("Which sequences are immutable?", k=1)
+    assert passage.location == "page 3" and passage_json(passage)["page_label"] is None
+    assert "<div class='where'>[1] book.pdf — page 3</div>" in source_card_html(1, passage, [])

@@ -26,6 +26,7 @@ from llm_handler import (
     LLMBackend,
     OllamaBackend,
     _fit_to_context,
+    answering_model,
     build_messages,
     make_llm_backend,
 )
@@ -209,6 +210,18 @@ def test_auto_falls_back_when_ollama_lacks_the_model() -> None:
     with OllamaStandin(models=[]) as server:
         backend = make_llm_backend(llm_settings(llm_backend="auto", ollama_host=server.url))
     assert isinstance(backend, LlamaCppBackend)
+
+
+def test_the_answering_model_is_named_in_a_users_words_before_any_is_loaded(closed_port_url: str) -> None:
+    with OllamaStandin() as server:
+        assert answering_model(llm_settings(llm_backend="auto", ollama_host=server.url)) == "llama3.2 (Ollama)"
+        assert [r["path"] for r in server.requests] == ["/api/tags"], "asked which models Ollama has, loaded none"
+    with OllamaStandin(models=[]) as server:
+        assert answering_model(llm_settings(llm_backend="auto", ollama_host=server.url)) == "Qwen2.5-Coder 0.5B (embedded)"
+    assert answering_model(llm_settings(llm_backend="auto", ollama_host=closed_port_url)) == "Qwen2.5-Coder 0.5B (embedded)"
+    assert answering_model(llm_settings(llm_backend="llamacpp", llamacpp_model="smollm2-135m")) == "SmolLM2 135M (embedded)"
+    assert answering_model(llm_settings(llm_backend="llamacpp", llamacpp_model_path="/models/mistral-7b.Q4.gguf")) == "mistral-7b.Q4.gguf (embedded)"
+    assert answering_model(llm_settings(llm_backend="ollama", ollama_model="qwen3", ollama_host=closed_port_url)) == "qwen3 (Ollama)"
 
 
 def test_explicit_ollama_fails_loudly_instead_of_falling_back(closed_port_url: str) -> None:

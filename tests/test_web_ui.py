@@ -134,6 +134,66 @@ def test_unsupported_sentences_are_marked_and_stay_escaped():
     assert "Indexing is incremental." in shown and shown.count("<mark") == 1
 
 
+CODE_ANSWER = "Use a list, written with brackets:\n\n```python\nxs = [1, 2]\nif len(xs) < 3:\n    print(xs[1])\n```"
+
+
+def rendered_html(markdown: str) -> str:
+    """The chat markdown as a CommonMark renderer turns it into HTML (Gradio's renderer reads it the same way)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").render(markdown)
+
+
+def code_blocks(html_text: str) -> list[str]:
+    return re.findall(r"<pre><code[^>]*>(.*?)</code></pre>", html_text, re.S)
+
+
+def test_a_citation_added_after_a_code_block_leaves_the_fence_closed():
+    from answer_verdict import add_missing_citations
+    from grounding import Grounding, SentenceSupport
+
+    grounding = Grounding([SentenceSupport("Use a list, written with brackets:", [], 0.9, 1.0, True, (2, 0))])
+    text = add_missing_citations(CODE_ANSWER, grounding)
+    assert text.endswith("```\n\n[2]"), "the citation goes on its own line, not onto the closing fence"
+    shown = answer_render.answer_markdown(synthetic_answer(text, [synthetic_passage("a"), synthetic_passage("b")]))
+    html_text = rendered_html(shown)
+    assert code_blocks(html_text) == ["xs = [1, 2]\nif len(xs) &lt; 3:\n    print(xs[1])\n"], "the code, as written, and only it"
+    assert 'href="#source-2"' in html_text and "#source-1" not in html_text, "the [2] outside code links; xs[1] and [1, 2] do not"
+
+
+def test_code_stays_code_with_marks_and_notes_outside_it():
+    # A fence the model left open (it stopped mid-answer), an unsupported sentence that runs into the code.
+    text = "Lists are mutable [1]. You can append to one:\n\n```python\nxs = [1, 2]\nxs.append(xs[0] < 3)"
+    answer = synthetic_answer(
+        text, [synthetic_passage("a"), synthetic_passage("b")], unsupported=["You can append to one:\n\n```python\nxs = [1, 2]"],
+        standalone_question="How do lists change?",
+    )
+    shown = answer_render.answer_markdown(answer)
+    html_text = rendered_html(shown)
+    assert code_blocks(html_text) == ["xs = [1, 2]\nxs.append(xs[0] &lt; 3)\n"], "marks, links and notes stay out of the code"
+    assert "xs.append(xs[0] < 3)" in shown, "code is left for the renderer to escape: an entity in code shows as written"
+    assert "<mark class='docqa-unsupported' title='Not found in the sources'>You can append to one:</mark>" in shown
+    assert shown.count("<mark") == 1 and 'href="#source-1"' in html_text and "#source-2" not in html_text
+    assert "<span class=\"docqa-note\">Searched for: How do lists change?</span>" in html_text.replace("'", '"')
+    assert "<em>— m</em>" in html_text, "the footer is prose after the code, not inside it"
+
+
+def test_inline_code_keeps_its_brackets_and_its_less_than():
+    shown = answer_render.answer_markdown(synthetic_answer("Read `xs[1]` when `i < len(xs)` [1]. Not <b>this</b>.", [synthetic_passage("a")]))
+    html_text = rendered_html(shown)
+    assert "<code>xs[1]</code>" in html_text and "<code>i &lt; len(xs)</code>" in html_text
+    assert "&lt;b&gt;this&lt;/b&gt;" in html_text and "<b>" not in html_text, "prose markup is still escaped"
+    assert html_text.count("#source-1") == 1
+
+
+def test_a_fence_inside_a_quote_closes_inside_the_quote():
+    quotes = [{"passage": 1, "text": "Write it as:\n```python\nxs = [1]", "location": "lists.md, lines 1-3"}]
+    answer = synthetic_answer("Like that [1].", [synthetic_passage("a")], quotes=quotes)
+    html_text = rendered_html(answer_render.answer_markdown(answer))
+    assert code_blocks(html_text) == ["xs = [1]\n"]
+    assert html_text.count('href="#source-1"') == 2, "the quote's place and the answer's citation both link"
+
+
 def test_rewritten_follow_up_is_shown_as_searched_for():
     answer = synthetic_answer("Yes.", question="and tuples?", standalone_question="How do I make a *tuple* <b>?")
     shown = answer_render.answer_markdown(answer)
@@ -159,6 +219,13 @@ def test_long_passage_is_cut_around_its_first_highlight():
     assert "<mark>The key sentence is here.</mark>" in first_snippet
     assert first_snippet.count("…") == 2
     assert "Whole passage" in shown
+
+
+def test_the_first_screen_says_which_model_will_answer_without_loading_it(open_rag):
+    rag = open_rag(llm_backend="auto", ollama_host="http://127.0.0.1:9")
+    shown = web_ui.status_markdown(rag.stats())
+    assert "model: **Qwen2.5-Coder 0.5B (embedded) — loads on the first question**" in shown
+    assert rag.index_status().state == "idle" and rag.model_name().endswith("loads on the first question"), "no model loaded"
 
 
 def test_index_panel_escapes_file_names_and_reasons():
@@ -751,3 +818,46 @@ def test_documents_tab_lists_every_file_refuses_an_empty_upload_and_removes_a_fa
         assert not (slow_server.docs / "broken.pdf").exists()
     finally:
         page.context.close()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_a_code_answer_shows_its_code_as_written_and_docqa_markup_outside_it(browser, tmp_path_factory):
+    """The model (the stand-in) answers with a code block and cites nothing: the citation docqa adds, its
+    links and its footer stay outside the code, and the code reads as written, in the answer and in the quote.
+    The chat's "Answer" label sits above the messages, so it covers none of them when they scroll."""
+    from playwright.sync_api import expect
+
+    from ollama_standin import OllamaStandin
+
+    tmp = tmp_path_factory.mktemp("code_answer")
+    docs = tmp / "documents"
+    docs.mkdir()
+    (docs / "lists.md").write_text(
+        "# Lists\n\nA Python list is written in square brackets, and indexing starts at 0:\n\n"
+        "```python\nxs = [1, 2]\nif len(xs) < 3:\n    print(xs[1])\n```\n",
+        encoding="utf-8",
+    )
+    code = "xs = [1, 2]\nif len(xs) < 3:\n    print(xs[1])"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    with OllamaStandin(pieces=["A Python list is written in square brackets:\n\n", f"```python\n{code}\n```"]) as ollama:
+        env = {**server_env(tmp, docs, port), "LLM_BACKEND": "ollama", "OLLAMA_HOST": ollama.url}
+        with running([sys.executable, "main.py", "serve"], url, tmp / "server.log", env, ROOT, SERVER_START_S):
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            page = context.new_page()
+            page.set_default_timeout(60_000)
+            page.goto(url)
+            page.locator("#docqa-chat").wait_for()
+            ask(page, "How is a Python list written?")
+            bot = page.locator("#docqa-chat [data-testid='bot']").first
+            bot.filter(has_text="— ollama:").wait_for(timeout=ANSWER_TIMEOUT_MS)
+            blocks = bot.locator("pre code")
+            expect(blocks).to_have_count(2)  # in the quote, then in the answer
+            assert [blocks.nth(i).inner_text().strip() for i in range(2)] == [code, code]
+            assert blocks.locator("a, mark, [class^=docqa]").count() == 0, "no docqa markup inside the code"
+            assert bot.locator("a[href='#source-1']").count() >= 1, "the citation outside the code links to its card"
+            label = page.locator("#docqa-chat label[data-testid='block-label']").bounding_box()
+            messages = page.locator("#docqa-chat .bubble-wrap").bounding_box()
+            assert label["y"] + label["height"] <= messages["y"] + 1, "the Answer label sits above the messages, not over them"
+            context.close()
