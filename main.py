@@ -1,4 +1,4 @@
-"""docqa command line: index, ask, serve, stats, config, check, eval, analyze.
+"""docqa command line: index, ask, serve, mcp, stats, config, check, eval, analyze.
 
 A thin layer over RAGSystem: it parses flags into settings, calls the API, and turns
 docqa's errors into one-line messages with the fix (exit status 2), never a traceback.
@@ -58,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("--json", action="store_true")
 
     sub.add_parser("config", parents=[common], help="print the effective settings and where each came from")
+    sub.add_parser("mcp", parents=[common], help="index incrementally, then serve MCP tools over stdio (for MCP clients)")
 
     analyze = sub.add_parser("analyze", parents=[common], help="profile the documents folder and recommend chunking settings")
     analyze.add_argument("--json", action="store_true", help="print the profile as one JSON object")
@@ -269,6 +270,13 @@ def cmd_serve(rag: RAGSystem, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_mcp(rag: RAGSystem, args: argparse.Namespace) -> int:
+    from mcp_server import run_stdio
+
+    run_stdio(rag)
+    return 0
+
+
 def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
     from evaluation import run_eval_command
 
@@ -295,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
         from rag_system import RAGSystem
 
         rag = RAGSystem(settings)
-        handler = {"serve": cmd_serve, "index": cmd_index, "ask": cmd_ask, "stats": cmd_stats, "check": cmd_check}
+        handler = {"serve": cmd_serve, "mcp": cmd_mcp, "index": cmd_index, "ask": cmd_ask, "stats": cmd_stats, "check": cmd_check}
         return handler[args.command](rag, args)
     except DocqaError as exc:
         print(f"docqa: {exc}", file=sys.stderr)
