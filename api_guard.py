@@ -153,9 +153,9 @@ class ApiGuard:
             message = f"Too many requests: at most {self.settings.api_rate_limit_per_minute} a minute (API_RATE_LIMIT_PER_MINUTE); try again in {wait:.0f} s."
             await send_error(send, path, 429, message, "rate_limit_exceeded", [(b"retry-after", str(max(1, round(wait))).encode())])
             return
-        receive = await self._capped(scope, receive, send, headers)
-        if receive is not None:
-            await self.app(scope, receive, send)
+        capped = await self._capped(scope, receive, send, headers)
+        if capped is not None:
+            await self.app(scope, capped, send)
 
     def _limit(self, scope: Scope) -> tuple[int, str]:
         if scope.get("method") == "POST" and scope.get("path") == UPLOAD_PATH:

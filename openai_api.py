@@ -154,7 +154,7 @@ def openai_router(service: Service) -> APIRouter:
         if isinstance(asked, str):
             return openai_error(400, asked, "invalid_messages")
         question, history = asked
-        options = request.docqa or DocqaOptions()
+        options = request.docqa or DocqaOptions(k=None, where=None)
         if request.stream:
             updates = service.stream_answer(question, k=options.k, where=options.where, history=history)
             return StreamingResponse(completion_chunks(updates), media_type="text/event-stream")

@@ -162,7 +162,8 @@ def build_service_app(rag: RAGSystem, with_mcp: bool = True) -> FastAPI:
     from openai_api import openai_router
 
     service = Service(rag)
-    mcp_routes, session_manager = [], None
+    mcp_routes: list[Any] = []
+    session_manager: Any = None
     if with_mcp:
         from mcp_server import streamable_http_routes
 

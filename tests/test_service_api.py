@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
 import pytest
@@ -289,18 +289,27 @@ def test_mcp_over_http_at_slash_mcp(served):
     asyncio.run(go())
 
 
-def test_mcp_over_stdio_with_main_py_mcp(tmp_path, served):
+def readme_mcp_config(docs: Path, data: Path) -> dict:
+    """The stdio client configuration the README gives, with this checkout's paths put in."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split('```json\n{\n  "mcpServers"', 1)[1].split("```", 1)[0]
+    text = ('{\n  "mcpServers"' + block).replace("/path/to/docqa/.venv/bin/python", sys.executable)
+    text = text.replace("/path/to/your/documents", str(docs)).replace("/path/to/docqa/data", str(data))
+    return json.loads(text.replace("/path/to/docqa", str(ROOT)))["mcpServers"]["docqa"]
+
+
+def test_mcp_over_stdio_with_the_readme_configuration(tmp_path, served):
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
     shutil.copytree(ROOT / "documents", tmp_path / "documents")
-    env = {
-        "PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
-        "DOCQA_ENV_FILE": str(tmp_path / "none.env"), "DOCS_DIR": str(tmp_path / "documents"),
-        "DB_DIR": str(tmp_path / "data"), "LLM_BACKEND": "ollama", "OLLAMA_HOST": served.ollama.url,
-        "HF_HUB_OFFLINE": "1", "LOG_LEVEL": "WARNING",
+    config = readme_mcp_config(tmp_path / "documents", tmp_path / "data")
+    assert config["args"][-1] == "mcp"
+    isolated = {  # no user or project .env, the Ollama stand-in, no network
+        "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "DOCQA_ENV_FILE": str(tmp_path / "none.env"),
+        "LLM_BACKEND": "ollama", "OLLAMA_HOST": served.ollama.url, "HF_HUB_OFFLINE": "1", "LOG_LEVEL": "WARNING",
     }
-    params = StdioServerParameters(command=sys.executable, args=[str(ROOT / "main.py"), "mcp"], env=env, cwd=str(ROOT))
+    params = StdioServerParameters(command=config["command"], args=config["args"], env={**config["env"], **isolated})
 
     async def go() -> None:
         async with stdio_client(params) as (read, write):
@@ -308,9 +317,3 @@ def test_mcp_over_stdio_with_main_py_mcp(tmp_path, served):
                 await mcp_search(session)
 
     asyncio.run(asyncio.wait_for(go(), timeout=300))
-
-
-def test_mcp_stdio_client_config_in_the_readme_names_the_command():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert '"args": ["main.py", "mcp"]' in readme
-
