@@ -21,6 +21,7 @@ from urllib.parse import quote, unquote
 
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp_types import CallToolResult, TextContent
 from mcp_types import Resource as MCPResource
 from pydantic import BaseModel, Field
@@ -92,7 +93,7 @@ class DocumentsServer(MCPServer):
             return await super().read_resource(uri, context)
         source = unquote(name[len(RESOURCE_PREFIX):])
         if source not in self.service.indexed_sources():
-            raise ValueError(f"{source} is not an indexed document: list_documents names them.")
+            raise ResourceNotFoundError(f"{source} is not an indexed document: list_documents names them.")
         return document_contents(self.service, source)
 
 

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from answer_render import answer_as_text, quote_lines, sources_text
 from api_guard import error_body
+from service import guarded
 
 if TYPE_CHECKING:
     from rag_system import Answer
@@ -109,7 +110,11 @@ def completion_chunks(updates: Iterator[Answer]) -> Iterator[str]:
     yield event({"role": "assistant", "content": ""})
     sent, streamed, quoted = 0, "", False
     answer: Answer | None = None
-    for answer in updates:
+    for update in guarded(updates, lambda message: event({}, "stop", error={"message": message, "type": "server_error", "code": "answer_failed"})):
+        if isinstance(update, str):
+            yield update
+            return
+        answer = update
         if answer.quotes and not quoted and not answer.refused:
             quoted = True
             lead = f"{QUOTES_TITLE}\n{quote_lines(answer.quotes)}\n\nAnswer: "

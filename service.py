@@ -8,17 +8,20 @@ queues instead of starving the model.
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from answer_render import place
 from answer_types import passage_json
-from errors import DocqaError
+from errors import DocqaError, describe_error
 
 if TYPE_CHECKING:
     from rag_system import Answer, RAGSystem
+
+log = logging.getLogger(__name__)
 
 WHERE_FIELDS = ("source", "ext")
 MODES = ("hybrid", "vector", "bm25")
@@ -127,3 +130,12 @@ def answer_summary(answer: Answer) -> dict[str, Any]:
         "model": answer.model,
         "error": answer.error,
     }
+
+
+def guarded(updates: Iterator[Answer], failed: Callable[[str], str]) -> Iterator[Answer | str]:
+    """The updates, then, if one raises after the stream has begun, `failed(message)` as the last event."""
+    try:
+        yield from updates
+    except Exception as exc:  # the status line is sent: an error can only travel as an event now
+        log.exception("An answer failed while streaming")
+        yield failed(describe_error(exc))

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from api_guard import ApiGuard, error_body, load_api_keys
 from errors import DocqaError
-from service import BadRequest, Service
+from service import BadRequest, Service, guarded
 
 if TYPE_CHECKING:
     from rag_system import Answer, RAGSystem
@@ -64,7 +64,11 @@ def answer_events(updates: Iterator[Answer]) -> Iterator[str]:
     """`quotes` once found, `token` as the text grows, then `answer`: the object `ask --json` prints."""
     sent, quoted = 0, False
     answer: Answer | None = None
-    for answer in updates:
+    for update in guarded(updates, lambda message: f"event: error\ndata: {json.dumps({'detail': message})}\n\n"):
+        if isinstance(update, str):
+            yield update
+            return
+        answer = update
         if answer.quotes and not quoted:
             quoted = True
             yield f"event: quotes\ndata: {json.dumps(answer.quotes, ensure_ascii=False)}\n\n"

@@ -115,6 +115,20 @@ def test_openai_errors_come_in_openai_shape(served):
     assert "messages" in malformed.json()["error"]["message"]
 
 
+def test_a_stream_that_fails_midway_ends_with_an_error_event():
+    from answer_types import Answer
+    from openai_api import completion_chunks
+    from service_api import answer_events
+
+    def failing():
+        yield Answer(question="q", text="Partly")
+        raise RuntimeError("the model went away")
+
+    last = list(completion_chunks(failing()))[-1]
+    assert json.loads(last.removeprefix("data: "))["error"]["message"] == "Unexpected error: RuntimeError: the model went away"
+    assert list(answer_events(failing()))[-1].startswith("event: error\ndata: ")
+
+
 # ---------------------------------------------------------------- REST
 
 
@@ -271,8 +285,10 @@ async def mcp_search(session) -> None:
     assert f"[1] {GUIDE}, page" in found.content[0].text
     listed = await session.call_tool("list_documents", {})
     assert GUIDE in {d["source"] for d in listed.structured_content["documents"]}
-    resources = (await session.list_resources()).resources
-    assert "faq.md" in {r.name for r in resources}
+    resources = {r.name: r for r in (await session.list_resources()).resources}
+    assert {"faq.md", GUIDE} <= set(resources)
+    faq = await session.read_resource(resources["faq.md"].uri)
+    assert faq.contents[0].text == (ROOT / "documents" / "faq.md").read_text(encoding="utf-8")
 
 
 def test_mcp_over_http_at_slash_mcp(served):
