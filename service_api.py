@@ -60,6 +60,10 @@ class SearchRequest(BaseModel):
     mode: Literal["hybrid", "vector", "bm25"] | None = None
 
 
+class NotFound(DocqaError):
+    """A route names something that is not there; the message says where to look."""
+
+
 def answer_events(updates: Iterator[Answer]) -> Iterator[str]:
     """`quotes` once found, `token` as the text grows, then `answer`: the object `ask --json` prints."""
     sent, quoted = 0, False
@@ -114,10 +118,6 @@ def rest_router(service: Service) -> APIRouter:
         return service.status()
 
     return router
-
-
-class NotFound(DocqaError):
-    pass
 
 
 def add_uploads(service: Service, files: list[UploadFile]) -> dict[str, Any]:

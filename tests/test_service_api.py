@@ -209,8 +209,13 @@ def test_twenty_concurrent_requests_each_get_their_own_answer(served):
     assert all(a["sources"] for a in answers)
 
 
-def test_the_ui_is_served_on_the_same_port(served):
+def test_the_ui_is_served_on_the_same_port_and_answers_through_its_queue(served):
+    from gradio_client import Client
+
     assert "gradio" in httpx.get(f"{served.url}/").text.lower()
+    assert list(httpx.get(f"{served.url}/gradio_api/info").json()["named_endpoints"]) == ["/ask"]
+    chat = Client(served.url, verbose=False).predict(QUESTION, [], [], [], api_name="/ask")[0]
+    assert "make run" in str(chat[-1]["content"])
     assert httpx.get(f"{served.url}/api/docs").status_code == 200
     assert "/api/ask" in httpx.get(f"{served.url}/api/openapi.json").json()["paths"]
 
