@@ -366,6 +366,9 @@ def answer_note(answer: AnswerView) -> str:
         if getattr(answer, "refused", False):
             return "The documents do not answer this; these passages came closest."
         took = answer.timings.get("total_s")
-        return f"Answered by {answer.model or 'no model'}" + (f" in {took:.1f}s" if took else "")
+        after = f" in {took:.1f}s" if took else ""
+        if getattr(answer, "set_aside", None) is not None:  # the quotes answer; the model's text did not stand
+            return f"Quoted from the passages{after}; the answer of {answer.model or 'the model'} was set aside"
+        return f"Answered by {answer.model or 'no model'}{after}"
     found = f"Found {len(answer.passages)} passage{'' if len(answer.passages) == 1 else 's'}"
     return f"{found}; {answer.model} is answering…" if answer.model else f"{found}; loading the model…"

@@ -149,3 +149,23 @@ def describe_location(chunks: list[Chunk]) -> str:
         symbols = list(dict.fromkeys(c.symbol for c in chunks if c.symbol))
         return f"lines {min(lines)}-{max(lines)}" + (f" ({', '.join(symbols)})" if symbols else "")
     return " > ".join(chunks[0].heading_path) if chunks else ""
+
+
+def _count(n: int, one: str) -> str:
+    return f"{n} {one}" if n == 1 else f"{n} {one}s"
+
+
+def describe_extent(doc: ConvertedDocument, chunks: list[Chunk]) -> str:
+    """How long a document is, counted the way its places are cited: "12 pages", "3 slides",
+    "240 rows", "310 lines"; "" for a document cited by headings alone (DOCX)."""
+    pages = [s.page for s in doc.sections if s.page is not None]
+    if pages:
+        return _count(max(pages), "page")
+    slides = [s.slide for s in doc.sections if s.slide is not None]
+    if slides:
+        return _count(max(slides), "slide")
+    rows = [n for c in chunks if c.rows for n in c.rows]
+    if rows:
+        return _count(max(rows), "row")
+    lines = [c.end_line for c in chunks if c.end_line is not None]
+    return _count(max(lines), "line") if lines else ""

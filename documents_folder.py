@@ -44,12 +44,15 @@ def add_upload(settings: Settings, name: str, data_path: Path) -> str:
     """Copy an uploaded file into the documents folder under a safe, unused name; returns it.
 
     Only the base name is kept (no path traversal), odd characters are replaced, the
-    type must be one docqa indexes, and an existing file is never overwritten.
+    type must be one docqa indexes, the file must not be empty, and an existing file is
+    never overwritten.
     """
     safe = sanitize_filename(name)
     if not is_supported(Path(safe)):
         raise UploadRefused(f"{name}: file type {Path(safe).suffix or '(none)'} is not supported")
     size = Path(data_path).stat().st_size
+    if size == 0:  # saved, it would only sit in the folder as a failure
+        raise UploadRefused(f"{name}: the file is empty (0 bytes); check that it saved completely, then upload it again")
     limit = int(settings.max_file_mb * 1e6)
     if size > limit:
         raise UploadRefused(f"{name}: {size / 1e6:.1f} MB is over the {settings.max_file_mb:g} MB limit (MAX_FILE_MB)")

@@ -13,7 +13,7 @@ import json
 import logging
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -21,10 +21,10 @@ from chunk_quality import screen_chunks
 from config import Settings
 from converter_workers import ConverterPool
 from discovery import discover
-from doc_types import Chunk, ConvertedDocument
+from doc_types import Chunk, ConvertedDocument, describe_extent
 from document_converter import CONVERTER_VERSION, cached_conversion, convert_document, file_sha256
 from embeddings import EmbeddingBackend
-from errors import StoreError
+from errors import StoreError, plain_reason
 from keyword_index import KeywordIndex
 from text_splitter import split_document
 from vector_store import NullVectorStore, VectorStore
@@ -34,6 +34,29 @@ log = logging.getLogger(__name__)
 MANIFEST_VERSION = 1
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
+EMBED_SLICE = 128
+"""Chunks embedded per call: small enough that progress moves during a big file, large enough to batch."""
+
+
+@dataclass(frozen=True)
+class SyncStep:
+    """Where a running sync is, for whoever shows its progress; a new one at each step.
+
+    "checking": changed files are being hashed, `files_done` of `files_total` found.
+    "indexing": `files_done` of `files_total` converted and split; `chunks_done` of the
+    `chunks_total` found so far embedded and stored; `embed_s` spent embedding.
+    """
+
+    stage: str = "checking"
+    files_done: int = 0
+    files_total: int = 0
+    chunks_done: int = 0
+    chunks_total: int = 0
+    current: str = ""
+    embed_s: float = 0.0
+
+
+OnStep = Callable[[SyncStep], None]
 
 
 @dataclass
@@ -47,6 +70,7 @@ class FileRecord:
     chunk_ids: list[str] = field(default_factory=list)
     indexed_at: float = 0.0
     notes: list[str] = field(default_factory=list)
+    extent: str = ""  # "12 pages", "310 lines": doc_types.describe_extent
 
 
 @dataclass
@@ -176,6 +200,14 @@ class Indexer:
         self.embedder = embedder
         self.manifest = Manifest.load(settings.manifest_path)
         self._pool: ConverterPool | None = None
+        self._on_step: OnStep | None = None
+        self._step = SyncStep()
+
+    def _moved(self, **changes: Any) -> None:
+        """Tell the caller of `sync` where it is now."""
+        self._step = replace(self._step, **changes)
+        if self._on_step:
+            self._on_step(self._step)
 
     def signature(self) -> dict[str, Any]:
         """What, if changed, makes every existing chunk stale."""
@@ -190,8 +222,19 @@ class Indexer:
             "collection": getattr(self.vectors, "collection_name", None),
         }
 
-    def sync(self, reindex: bool = False, progress: Progress | None = None) -> IndexReport:
-        """Bring the index in line with the folder; only new and changed files are embedded."""
+    def sync(self, reindex: bool = False, progress: Progress | None = None, on_step: OnStep | None = None) -> IndexReport:
+        """Bring the index in line with the folder; only new and changed files are embedded.
+
+        `progress` hears (stage, done, total) per file; `on_step` gets a SyncStep with files,
+        chunks and the file in hand, for a display that says more than a bar.
+        """
+        self._on_step, self._step = on_step, SyncStep()
+        try:
+            return self._sync(reindex, progress)
+        finally:
+            self._on_step = None
+
+    def _sync(self, reindex: bool, progress: Progress | None) -> IndexReport:
         started = time.perf_counter()
         report = IndexReport()
         s = self.settings
@@ -216,29 +259,8 @@ class Indexer:
         for source in set(self.manifest.failed) - set(found):
             del self.manifest.failed[source]
 
-        todo: list[tuple[str, Path, os.stat_result, str]] = []
-        for source, (path, st) in found.items():
-            record = self.manifest.files.get(source)
-            failed = self.manifest.failed.get(source)
-            if record and record.size == st.st_size and record.mtime == st.st_mtime:
-                report.unchanged += 1
-                continue
-            if failed and failed.size == st.st_size and failed.mtime == st.st_mtime:
-                report.failed[source] = failed.reason
-                continue
-            try:
-                sha = file_sha256(path)
-            except OSError as exc:
-                self._fail(source, f"cannot be read: {exc.strerror or exc}", st, report)
-                continue
-            if record and record.sha256 == sha:
-                record.mtime, record.size = st.st_mtime, st.st_size  # touched, not changed
-                report.unchanged += 1
-                continue
-            todo.append((source, path, st, sha))
-
         try:
-            self._index_files(todo, report, progress)
+            self._index_files(self._changed(found, report), report, progress)
         except OSError as exc:
             # Whatever was stored before the error is recorded; the rest is redone next time.
             import errno
@@ -252,6 +274,31 @@ class Indexer:
         if report.changed or report.failed:
             log.info("Indexing done: %s", report.summary())
         return report
+
+    def _changed(self, found: dict[str, tuple[Path, os.stat_result]], report: IndexReport) -> list[tuple[str, Path, os.stat_result, str]]:
+        """The files to convert: new, or changed in content. A stat settles most; the rest are hashed."""
+        todo: list[tuple[str, Path, os.stat_result, str]] = []
+        for checked, (source, (path, st)) in enumerate(found.items()):
+            record = self.manifest.files.get(source)
+            failed = self.manifest.failed.get(source)
+            if record and record.size == st.st_size and record.mtime == st.st_mtime:
+                report.unchanged += 1
+                continue
+            if failed and failed.size == st.st_size and failed.mtime == st.st_mtime:
+                report.failed[source] = plain_reason(failed.reason)
+                continue
+            self._moved(files_done=checked, files_total=len(found), current=source)
+            try:
+                sha = file_sha256(path)
+            except OSError as exc:
+                self._fail(source, f"cannot be read: {exc.strerror or exc}", st, report)
+                continue
+            if record and record.sha256 == sha:
+                record.mtime, record.size = st.st_mtime, st.st_size  # touched, not changed
+                report.unchanged += 1
+                continue
+            todo.append((source, path, st, sha))
+        return todo
 
     # ------------------------------------------------------------ internals
 
@@ -269,6 +316,7 @@ class Indexer:
         self.manifest.save()
 
     def _fail(self, source: str, reason: str, st: os.stat_result | None, report: IndexReport) -> None:
+        reason = plain_reason(reason)  # it is shown to users: their words, no server paths
         log.warning("Skipped %s: %s", source, reason)
         report.failed[source] = reason
         self.manifest.failed[source] = FailedFile(source, reason, st.st_size if st else 0, st.st_mtime if st else 0.0)
@@ -302,6 +350,8 @@ class Indexer:
     def _index_files(self, todo: list[tuple[str, Path, os.stat_result, str]], report: IndexReport, progress: Progress | None) -> None:
         total = len(todo)
         stats = {source: (st, sha) for source, _, st, sha in todo}
+        waiting = list(stats)  # in the order the workers take them: the first is the one in hand
+        self._moved(stage="indexing", files_done=0, files_total=total, current=waiting[0] if waiting else "")
         batch: list[Pending] = []
         batch_chunks = 0
         for done, (source, doc, error) in enumerate(self._converted(todo, report), start=1):
@@ -309,6 +359,8 @@ class Indexer:
             t = time.perf_counter()
             chunks = self._chunks(doc) if doc else []
             report.timed("split", t)
+            waiting.remove(source)
+            self._moved(files_done=done, chunks_total=self._step.chunks_total + len(chunks), current=waiting[0] if waiting else source)
             if doc is None or not chunks:
                 self._fail(source, error or self._nothing_left(doc), st, report)
             else:
@@ -362,11 +414,7 @@ class Indexer:
         if not batch:
             return
         all_chunks = [c for p in batch for c in p.chunks]
-        embeddings: list[list[float]] = []
-        t = time.perf_counter()
-        if self.vectors.available:
-            embeddings = self.embedder.embed_documents([c.embedding_text() for c in all_chunks])
-        report.timed("embed", t)
+        embeddings = self._embed(all_chunks, report) if self.vectors.available else []
         t = time.perf_counter()
         # Old chunks of changed files go first; then both stores get the batch; only then
         # does the manifest say the files are indexed.
@@ -386,6 +434,7 @@ class Indexer:
             self.manifest.files[p.source] = FileRecord(
                 source=p.source, size=p.size, mtime=p.mtime, sha256=p.sha256, kind=p.doc.kind,
                 title=p.doc.title, chunk_ids=[c.id for c in p.chunks], indexed_at=now, notes=list(p.doc.notes),
+                extent=describe_extent(p.doc, p.chunks),
             )
             self.manifest.failed.pop(p.source, None)
             (report.updated if old else report.added).append(p.source)
@@ -394,6 +443,20 @@ class Indexer:
                 log.info("Indexed %s: %d chunks", p.source, len(p.chunks))
         self.manifest.save()
         report.timed("store", t)
+        if not self.vectors.available:
+            self._moved(chunks_done=self._step.chunks_done + len(all_chunks))
+
+    def _embed(self, chunks: list[Chunk], report: IndexReport) -> list[list[float]]:
+        """The chunks' vectors, a slice at a time, so the progress shown moves within a big file."""
+        vectors: list[list[float]] = []
+        for start in range(0, len(chunks), EMBED_SLICE):
+            part = chunks[start : start + EMBED_SLICE]
+            t = time.perf_counter()
+            vectors += self.embedder.embed_documents([c.embedding_text() for c in part])
+            report.timed("embed", t)
+            spent = time.perf_counter() - t
+            self._moved(chunks_done=self._step.chunks_done + len(part), embed_s=self._step.embed_s + spent, current=part[-1].source)
+        return vectors
 
     # ------------------------------------------------------------ consistency
 

@@ -56,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     stats = sub.add_parser("stats", parents=[common], help="what is indexed, what failed and why")
     stats.add_argument("--json", action="store_true")
+    stats.add_argument("--files", action="store_true", help="list every file: type, pages or lines, chunks, when indexed, status")
 
     sub.add_parser("config", parents=[common], help="print the effective settings and where each came from")
     sub.add_parser("mcp", parents=[common], help="index incrementally, then serve MCP tools over stdio (for MCP clients)")
@@ -212,10 +213,25 @@ def stream_to_terminal(updates: Iterator[Answer]) -> Answer | None:
     return answer
 
 
+def files_table(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> str:
+    """Columns padded to their widest cell; the last (the status and its reason) runs on."""
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header) - 1)]
+    lines = ["  ".join([*(cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=True)), row[-1]]) for row in [header, *rows]]
+    return "\n".join(line.rstrip() for line in lines)
+
+
 def cmd_stats(rag: RAGSystem, args: argparse.Namespace) -> int:
+    from index_status import DOCUMENT_COLUMNS, document_rows
+
     stats = rag.stats()
+    if args.files and args.json:
+        stats["documents"] = [dataclasses.asdict(d) for d in rag.documents()]
     if args.json:
         print(json.dumps(stats, indent=2, ensure_ascii=False))
+        return 0
+    if args.files:
+        documents = rag.documents()
+        print(files_table(document_rows(documents), DOCUMENT_COLUMNS) if documents else "No files in the documents folder yet.")
         return 0
     for key, value in stats.items():
         if isinstance(value, dict):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Generator, Iterator
 
@@ -28,7 +27,7 @@ from embeddings import EmbeddingBackend
 from errors import EmbeddingError, LLMError, describe_error
 from folder_profile import format_profile, profile_folder
 from grounding import claim_sentences
-from index_status import DocumentStatus, IndexCheck, IndexStatus, document_statuses, manifest_stats
+from index_status import DocumentStatus, IndexCheck, IndexStatus, IndexTracker, document_statuses, manifest_stats
 from indexer import Indexer, IndexReport, Progress
 from llm_handler import REFUSAL, LLMBackend, make_llm_backend
 from page_images import render_page_png
@@ -74,26 +73,20 @@ class RAGSystem:
         self._llm_lock = threading.Lock()
         self._index_lock = threading.Lock()
         self._watcher: Any = None
-        self._index_status = IndexStatus()
+        self._tracker = IndexTracker()
 
     # ------------------------------------------------------------ indexing
 
     def index(self, reindex: bool = False, progress: Progress | None = None) -> IndexReport:
         """Bring the index in line with the folder; one sync at a time, queries keep working."""
         with self._index_lock:
-            self._index_status = replace(self._index_status, state="indexing", done=0, total=0, started=time.time())
-
-            def track(stage: str, done: int, total: int) -> None:
-                self._index_status = replace(self._index_status, done=done, total=total)
-                if progress:
-                    progress(stage, done, total)
-
+            self._tracker.begin()
             try:
-                report = self.indexer.sync(reindex=reindex, progress=track)
+                report = self.indexer.sync(reindex=reindex, progress=progress, on_step=self._tracker.step)
             except Exception as exc:
-                self._index_status = replace(self._index_status, state="failed", error=describe_error(exc), finished=time.time())
+                self._tracker.fail(describe_error(exc))
                 raise
-            self._index_status = replace(self._index_status, state="idle", finished=time.time(), summary=report.summary(), error=None)
+            self._tracker.finish(report.summary())
             return report
 
     def watch(self) -> FolderWatcher:
@@ -413,7 +406,7 @@ class RAGSystem:
 
     def index_status(self) -> IndexStatus:
         """What the indexer is doing now; cheap, for a UI to poll while a sync runs."""
-        return self._index_status
+        return self._tracker.status
 
     def documents(self) -> list[DocumentStatus]:
         """Every file the last sync looked at, by name: indexed with its chunks, or failed or skipped with why."""

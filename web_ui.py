@@ -26,9 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from answer_render import answer_as_text, answer_markdown, safe_markdown, sources_html
+from answer_render import answer_as_text, answer_markdown, literal_markdown, safe_markdown, sources_html
 from config import LOOPBACK
 from errors import ConfigError, DocqaError
+from index_status import DOCUMENT_COLUMNS, document_rows
 
 if TYPE_CHECKING:
     import gradio as gr
@@ -48,6 +49,8 @@ EXAMPLE_QUESTIONS = [
 
 NO_SOURCES = "<p class='docqa-empty'>Sources appear here.</p>"
 STATUS_POLL_S = 2.0
+QUEUE_POLL_S = 1.0
+"""How often a question waiting its turn looks again, and tells its page how many are ahead."""
 
 CSS = """
 .docqa-source { border: 1px solid var(--border-color-primary); border-radius: 6px; padding: 8px 10px; margin: 6px 0; }
@@ -65,6 +68,9 @@ mark.docqa-unsupported { background: transparent; color: inherit; text-decoratio
 .docqa-index table { border-collapse: collapse; }
 .docqa-index th { text-align: left; padding-right: 1em; font-weight: 600; vertical-align: top; }
 .docqa-index progress { width: 12em; }
+.docqa-files table { border-collapse: collapse; width: 100%; }
+.docqa-files th, .docqa-files td { text-align: left; padding: 2px 8px; vertical-align: top; border-bottom: 1px solid var(--border-color-primary); }
+.docqa-files tr.failed td, .docqa-files tr.skipped td { color: var(--body-text-color-subdued); }
 """
 
 COPY_JS = """(text) => {
@@ -131,12 +137,38 @@ def status_markdown(stats: dict[str, Any]) -> str:
     return line
 
 
-def indexing_markdown(status: IndexStatus) -> str:
-    """What the background indexer is doing, when that is worth a line."""
+def time_left_text(seconds: float | None) -> str:
+    if seconds is None:
+        return "estimating the time left"
+    if seconds < 90:
+        return f"about {max(1, round(seconds))} s left"
+    return f"about {round(seconds / 60)} min left"
+
+
+def progress_text(status: IndexStatus, now: float | None = None) -> str:
+    """A running sync in one line of plain text: files, chunks, the file in hand, the time left."""
+    if status.stage == "looking":
+        return "Indexing: looking for files in the documents folder…"
+    if status.stage == "checking":
+        text = f"Indexing: checking {status.done} of {status.total} files for changes"
+    else:
+        more = "+" if status.done < status.total else ""  # chunks of the files not read yet are still to come
+        text = (
+            f"Indexing: {status.done} of {status.total} files read, "
+            f"{status.chunks_done} of {status.chunks_total}{more} chunks embedded"
+        )
+    if status.current:
+        text += f"; now: {status.current}"
+    if status.stage == "indexing":
+        text += f"; {time_left_text(status.seconds_left(now))}"
+    return text + "…"
+
+
+def indexing_markdown(status: IndexStatus, now: float | None = None) -> str:
+    """What the background indexer is doing, when that is worth a line. Plain symbols only:
+    an emoji such as an hourglass is an empty box where no installed font has it."""
     if status.state == "indexing":
-        if not status.total:
-            return "⏳ Indexing: checking the documents folder…"
-        return f"⏳ Indexing: {status.done} of {status.total} files…"
+        return literal_markdown(progress_text(status, now))
     if status.state == "failed":
         return f"⚠ Indexing failed: {html.escape(str(status.error or 'see the server log'))}"
     return ""
@@ -144,7 +176,8 @@ def indexing_markdown(status: IndexStatus) -> str:
 
 def index_run_html(status: IndexStatus) -> str:
     if status.state == "indexing":
-        return f"indexing {status.done} of {status.total} files <progress value='{status.done}' max='{max(status.total, 1)}'></progress>"
+        bar = f"<progress value='{status.done}' max='{max(status.total, 1)}'></progress>" if status.total else ""
+        return f"{html.escape(progress_text(status))} {bar}"
     if status.state == "failed":
         return f"failed: {html.escape(str(status.error or ''))}"
     run = "idle"
@@ -179,8 +212,26 @@ def index_panel_html(stats: dict[str, Any], status: IndexStatus) -> str:
     return "".join(parts)
 
 
-def indexed_sources(rag: RAGSystem) -> list[str]:
-    return [d.source for d in rag.documents() if d.state == "indexed"]
+def files_table_html(documents: list[DocumentStatus]) -> str:
+    """Every file the last sync looked at, with what became of it (index_status.document_rows)."""
+    if not documents:
+        return "<p class='docqa-note'>No files yet: add some above, or put them in the documents folder.</p>"
+    head = "".join(f"<th>{html.escape(name)}</th>" for name in DOCUMENT_COLUMNS)
+    rows = [
+        f"<tr class='{d.state}'>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>"
+        for d, row in zip(documents, document_rows(documents), strict=True)
+    ]
+    note = "<p class='docqa-note'>To remove a file, whatever its status, choose it under Remove a document.</p>"
+    return f"<div class='docqa-files'><table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>{note}</div>"
+
+
+def removal_choices(documents: list[DocumentStatus]) -> list[tuple[str, str]]:
+    """Every file of the folder, failed and skipped ones too (else a broken upload stays for good)."""
+    return [(d.source if d.state == "indexed" else f"{d.source} ({d.state})", d.source) for d in documents if d.removable]
+
+
+def indexed_sources(documents: list[DocumentStatus]) -> list[str]:
+    return [d.source for d in documents if d.state == "indexed"]
 
 
 def upload_report_html(added: list[str], refused: list[str], documents: list[DocumentStatus], error: str | None) -> str:
@@ -208,6 +259,11 @@ def removal_question_html(source: str) -> str:
         f"<p>Delete <code>{html.escape(source)}</code> from the documents folder and the index? "
         "This cannot be undone.</p>"
     )
+
+
+def waiting_message(ahead: int) -> Message:
+    others = "another question" if ahead == 1 else "other questions"
+    return {"role": "assistant", "content": f"Waiting for {others} to finish ({ahead} ahead)…"}
 
 
 def too_many_questions(per_minute: int, wait_s: float) -> Message:
@@ -246,6 +302,7 @@ class DocumentsTab:
     remove_no: gr.Button
     remove_report: gr.HTML
     index_panel: gr.HTML
+    files_table: gr.HTML
 
 
 @dataclass
@@ -264,7 +321,7 @@ class Page:
 
     def listings(self) -> list[Any]:
         """What shows the index: refreshed after a sync, an upload or a removal."""
-        return [self.status, self.indexing_note, self.docs.index_panel, self.ask.files, self.docs.remove_pick]
+        return [self.status, self.indexing_note, self.docs.index_panel, self.docs.files_table, self.ask.files, self.docs.remove_pick]
 
 
 def ask_tab(sources: list[str]) -> AskTab:
@@ -310,23 +367,27 @@ def ask_tab(sources: list[str]) -> AskTab:
 def documents_tab() -> DocumentsTab:
     import gradio as gr
 
-    with gr.Tab("Documents", id="documents"), gr.Row():
-        with gr.Column():
-            uploader = gr.File(file_count="multiple", label="Add documents (drop several files)", elem_id="docqa-upload")
-            upload_report = gr.HTML("", elem_id="docqa-upload-report")
-            remove_pick = gr.Dropdown(label="Remove a document", elem_id="docqa-remove-pick")
-            remove_ask = gr.Button("Remove…", elem_id="docqa-remove")
-            with gr.Group(visible=False) as confirm:
-                confirm_text = gr.HTML("")
-                with gr.Row():
-                    remove_yes = gr.Button("Delete it", variant="stop", elem_id="docqa-remove-confirm")
-                    remove_no = gr.Button("Cancel", elem_id="docqa-remove-cancel")
-            remove_report = gr.HTML("", elem_id="docqa-remove-report")
-        with gr.Column():
-            gr.Markdown("**Index**")
-            index_panel = gr.HTML("", elem_id="docqa-index")
+    with gr.Tab("Documents", id="documents"):
+        with gr.Row():
+            with gr.Column():
+                uploader = gr.File(file_count="multiple", label="Add documents (drop several files)", elem_id="docqa-upload")
+                upload_report = gr.HTML("", elem_id="docqa-upload-report")
+                remove_pick = gr.Dropdown(label="Remove a document", elem_id="docqa-remove-pick")
+                remove_ask = gr.Button("Remove…", elem_id="docqa-remove")
+                with gr.Group(visible=False) as confirm:
+                    confirm_text = gr.HTML("")
+                    with gr.Row():
+                        remove_yes = gr.Button("Delete it", variant="stop", elem_id="docqa-remove-confirm")
+                        remove_no = gr.Button("Cancel", elem_id="docqa-remove-cancel")
+                remove_report = gr.HTML("", elem_id="docqa-remove-report")
+            with gr.Column():
+                gr.Markdown("**Index**")
+                index_panel = gr.HTML("", elem_id="docqa-index")
+        gr.Markdown("**Files**")
+        files_table = gr.HTML("", elem_id="docqa-files")
     return DocumentsTab(
-        uploader, upload_report, remove_pick, remove_ask, confirm, confirm_text, remove_yes, remove_no, remove_report, index_panel
+        uploader, upload_report, remove_pick, remove_ask, confirm, confirm_text, remove_yes, remove_no, remove_report,
+        index_panel, files_table,
     )
 
 
@@ -339,7 +400,7 @@ def layout(rag: RAGSystem) -> Page:
     indexing_note = gr.Markdown(elem_id="docqa-indexing")
     turns, history, targets, seen = gr.State([]), gr.State([]), gr.State([]), gr.State(None)
     with gr.Tabs():
-        ask = ask_tab(indexed_sources(rag))
+        ask = ask_tab(indexed_sources(rag.documents()))
         docs = documents_tab()
     return Page(status, indexing_note, turns, history, targets, seen, gr.Timer(STATUS_POLL_S), ask, docs)
 
@@ -358,6 +419,7 @@ class Handlers:
         self.rag = rag
         self.page = page
         self.limiter = RateLimiter(rag.settings.rate_limit_per_minute)
+        self.slots = AnswerSlots(rag.settings.ui_concurrency)
 
     def respond(
         self, question: str | None, turns: list[Message], history: list[Message], files: list[str] | None,
@@ -377,6 +439,22 @@ class Handlers:
             chat = [*asked, too_many_questions(self.limiter.per_minute, wait)]
             yield {a.chat: chat, p.turns: chat}
             return
+        ticket = self.slots.join()
+        try:
+            shown = 0
+            while ahead := self.slots.wait_turn(ticket, QUEUE_POLL_S if shown else 0.0):
+                if ahead != shown:
+                    shown = ahead
+                    yield {a.chat: [*asked, waiting_message(ahead)]}
+            yield from self.stream(question, asked, history, files)
+        finally:
+            self.slots.leave(ticket)
+
+    def stream(self, question: str, asked: list[Message], history: list[Message], files: list[str] | None) -> Iterator[Update]:
+        """The answer's updates, once this question's turn has come."""
+        import gradio as gr
+
+        p, a = self.page, self.page.ask
         where = {"source": list(files)} if files else None
         shown_passages = False
         for answer in self.rag.stream_answer(question, where=where, history=history):
@@ -435,29 +513,38 @@ class Handlers:
         import gradio as gr
 
         p = self.page
-        stats, status, sources = self.rag.stats(), self.rag.index_status(), indexed_sources(self.rag)
+        stats, status, documents = self.rag.stats(), self.rag.index_status(), self.rag.documents()
+        sources, removable = indexed_sources(documents), removal_choices(documents)
         return {
             p.status: status_markdown(stats),
             p.indexing_note: indexing_markdown(status),
             p.docs.index_panel: index_panel_html(stats, status),
+            p.docs.files_table: files_table_html(documents),
             p.ask.files: gr.update(choices=sources, value=[f for f in files or [] if f in sources]),
-            p.docs.remove_pick: gr.update(choices=sources, value=removing if removing in sources else None),
+            p.docs.remove_pick: gr.update(
+                choices=removable, value=removing if removing in {value for _, value in removable} else None
+            ),
         }
 
     def poll(self, seen: tuple[Any, ...] | None, files: list[str] | None, removing: str | None) -> Update:
         """On load, then every few seconds: nothing unless the background indexer moved on.
 
-        While a sync runs only the progress line changes; stats are read once it is over.
+        While a sync runs the progress line and the index panel change together, so the two
+        never disagree; the document lists are read once it is over.
         """
         import gradio as gr
 
-        status = self.rag.index_status()
-        now = (status.state, status.done, status.total, status.finished)
+        p, status = self.page, self.rag.index_status()
+        now = (status.state, status.stage, status.done, status.total, status.chunks_done, status.current, status.finished)
         if now == seen:
-            return {self.page.seen: gr.skip()}
+            return {p.seen: gr.skip()}
         if status.state == "indexing" and seen is not None:
-            return {self.page.indexing_note: indexing_markdown(status), self.page.seen: now}
-        return {**self.refresh(files, removing), self.page.seen: now}
+            return {
+                p.indexing_note: indexing_markdown(status),
+                p.docs.index_panel: index_panel_html(self.rag.stats(), status),
+                p.seen: now,
+            }
+        return {**self.refresh(files, removing), p.seen: now}
 
     def upload(self, paths: list[str] | None, files: list[str] | None, removing: str | None, progress: Any) -> Update:
         """Save each file into the documents folder, index once, report what became of each."""
@@ -474,7 +561,9 @@ class Handlers:
                 Path(path).unlink(missing_ok=True)  # no copy of a private file left in Gradio's cache
         if added:
             try:
-                self.rag.index(progress=lambda stage, done, total: progress((done, total), desc=f"Indexing: {stage}", unit="files"))
+                self.rag.index(progress=lambda stage, done, total: progress(
+                    (done, total), desc=progress_text(self.rag.index_status()), unit="files"
+                ))
             except DocqaError as exc:
                 error = str(exc)
             except Exception:
@@ -519,11 +608,15 @@ def wire_ask(page: Page, handlers: Handlers) -> None:
     a = page.ask
     outputs = [a.chat, page.turns, page.history, a.sources, a.box, page.status, a.copy_text, a.page_pick, a.page_view, page.targets]
     inputs = [a.box, page.turns, page.history, a.files]
-    a.send.click(handlers.respond, inputs, outputs, api_name="ask")
-    a.box.submit(handlers.respond, inputs, outputs, api_visibility="private")
+    # No Gradio limit on questions: Handlers.slots keeps UI_CONCURRENCY and tells waiting pages their place.
+    a.send.click(handlers.respond, inputs, outputs, api_name="ask", concurrency_limit=None)
+    a.box.submit(handlers.respond, inputs, outputs, api_visibility="private", concurrency_limit=None)
     for button in a.examples:
         # A button given as an input passes its label: the question itself.
-        button.click(handlers.respond, [button, page.turns, page.history, a.files], outputs, api_visibility="private")
+        button.click(
+            handlers.respond, [button, page.turns, page.history, a.files], outputs, api_visibility="private",
+            concurrency_limit=None,
+        )
     cleared = [a.chat, page.turns, page.history, a.sources, a.box, a.copy_text, a.page_pick, a.page_view, page.targets]
     a.clear.click(handlers.new_chat, None, cleared, api_visibility="private")
     # The chat's own trash button empties the chat; forget the conversation with it.
@@ -603,6 +696,53 @@ class RateLimiter:
                 return 60 - (now - times[0])
             times.append(now)
             return 0.0
+
+
+class AnswerSlots:
+    """At most `limit` answers generated at once (UI_CONCURRENCY); later questions wait in
+    arrival order, each knowing how many are ahead of it, so its page can say so.
+
+    Gradio's queue would hold them too, but the page shows only a pending "…" meanwhile;
+    so the ask events leave Gradio's limit off and wait here. A waiter that stops asking
+    (its page gone and its handler never closed) is dropped after STALE_S.
+    """
+
+    STALE_S = 15.0
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(1, limit)
+        self._cond = threading.Condition()
+        self._holding: set[object] = set()
+        self._waiting: dict[object, float] = {}  # ticket -> when it last asked; dicts keep arrival order
+
+    def join(self) -> object:
+        ticket = object()
+        with self._cond:
+            self._waiting[ticket] = time.monotonic()
+        return ticket
+
+    def wait_turn(self, ticket: object, timeout: float) -> int:
+        """0 once `ticket` holds a slot (it then must `leave`), else, after up to `timeout` s, how many are ahead."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._may_go(ticket), timeout)
+            if self._may_go(ticket):
+                del self._waiting[ticket]
+                self._holding.add(ticket)
+                return 0
+            self._waiting[ticket] = time.monotonic()
+            return len(self._holding) + list(self._waiting).index(ticket)
+
+    def _may_go(self, ticket: object) -> bool:
+        stale = [t for t, seen in self._waiting.items() if t is not ticket and time.monotonic() - seen > self.STALE_S]
+        for t in stale:
+            del self._waiting[t]
+        return len(self._holding) < self.limit and next(iter(self._waiting), None) is ticket
+
+    def leave(self, ticket: object) -> None:
+        with self._cond:
+            self._holding.discard(ticket)
+            self._waiting.pop(ticket, None)
+            self._cond.notify_all()
 
 
 def client_id(request: Any) -> str:

@@ -17,6 +17,7 @@ import json
 import re
 import socket
 import threading
+import time
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -50,6 +51,8 @@ class OllamaStandin:
     models: names /api/tags lists (Ollama's own names carry a tag, "llama3.2:latest").
     pieces: the answer /api/chat streams, one chunk per piece.
     drop_after: if set, send that many pieces, then cut the connection without finishing.
+    piece_delay_s: seconds to wait before each piece, to play a slow model (an answer that
+    takes a known while, for tests of what happens meanwhile).
     """
 
     def __init__(
@@ -58,11 +61,13 @@ class OllamaStandin:
         pieces: list[str] | None = None,
         drop_after: int | None = None,
         dimension: int = 768,
+        piece_delay_s: float = 0.0,
     ) -> None:
         self.models = ["llama3.2:latest", "nomic-embed-text:latest"] if models is None else list(models)
         self.dimension = dimension
         self.pieces = ["Paris", " is the capital", " of France [1]."] if pieces is None else list(pieces)
         self.drop_after = drop_after
+        self.piece_delay_s = piece_delay_s
         self.requests: list[dict[str, Any]] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
@@ -156,6 +161,7 @@ def _handler_for(standin: OllamaStandin) -> type[BaseHTTPRequestHandler]:
                 if standin.drop_after is not None and sent >= standin.drop_after:
                     self._drop()
                     return
+                time.sleep(standin.piece_delay_s)
                 self._write_line(self._chunk(model, {"role": "assistant", "content": piece}))
             final = {**self._chunk(model, {"role": "assistant", "content": ""}), **self._final_fields()}
             self._write_line(final)

@@ -122,3 +122,16 @@ def test_a_file_that_disappears_while_indexing_is_reported_not_fatal(make_settin
         assert rag.indexer.check() == []
     finally:
         rag.close()
+
+
+def test_failure_reasons_are_in_plain_words_and_name_no_server_path(open_rag):
+    rag = open_rag()
+    docs = rag.settings.docs_dir
+    (docs / "blank.pdf").write_bytes(b"")
+    (docs / "broken.pdf").write_bytes(b"not a pdf at all")
+    report = rag.index()
+    reasons = {d.source: d.reason for d in rag.documents()}
+    assert reasons["blank.pdf"] == "the file is empty (0 bytes): replace it with a complete copy, or remove it"
+    assert reasons["broken.pdf"] == "not a readable PDF: the file is damaged, or is not really a PDF (check its extension)"
+    shown = [*reasons.values(), *rag.stats()["failed"].values(), *report.failed.values()]
+    assert [r for r in shown if str(docs) in r or "filename=" in r or "/" in r] == []

@@ -94,6 +94,36 @@ def test_stats_json_describes_the_index(shipped):
     assert stats["files_by_type"] == {"docx": 1, "markdown": 1, "pdf": 1}
 
 
+def test_stats_files_prints_every_file_with_its_type_extent_chunks_and_status(make_settings, embedder, monkeypatch, capsys):
+    import embeddings
+    import main
+
+    settings = make_settings()
+    for name in ("docqa-user-guide.pdf", "faq.md"):
+        shutil.copy(ROOT / "documents" / name, settings.docs_dir / name)
+    (settings.docs_dir / "blank.pdf").write_bytes(b"")
+    rag = rag_with(settings, embedder)
+    rag.index()
+    rag.close()
+    monkeypatch.setattr(embeddings, "make_embedder", lambda *args, **kwargs: embedder)  # loaded once per session
+    folders = ["--docs", str(settings.docs_dir), "--db", str(settings.db_dir)]
+
+    assert main.main(["stats", "--files", *folders]) == 0
+    header, *lines = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(r"Name\s+Type\s+Pages or lines\s+Chunks\s+Indexed at\s+Status", header), header
+    rows = {line.split()[0]: line for line in lines}
+    assert list(rows) == ["blank.pdf", "docqa-user-guide.pdf", "faq.md"]
+    when = r"\d{4}-\d\d-\d\d \d\d:\d\d"
+    assert re.fullmatch(rf"docqa-user-guide\.pdf\s+pdf\s+6 pages\s+\d+\s+{when}\s+indexed", rows["docqa-user-guide.pdf"])
+    assert re.fullmatch(rf"faq\.md\s+markdown\s+\d+ lines\s+\d+\s+{when}\s+indexed", rows["faq.md"])
+    assert re.fullmatch(r"blank\.pdf\s+pdf\s+-\s+-\s+-\s+failed: the file is empty \(0 bytes\).*", rows["blank.pdf"])
+
+    assert main.main(["stats", "--files", "--json", *folders]) == 0
+    documents = {d["source"]: d for d in json.loads(capsys.readouterr().out)["documents"]}
+    assert documents["faq.md"]["state"] == "indexed" and documents["faq.md"]["chunks"] > 0
+    assert str(settings.docs_dir) not in documents["blank.pdf"]["reason"]
+
+
 def test_check_json_on_a_clean_index_exits_0(shipped):
     result = run_cli(["check", "--json"], shipped["env"])
     assert result.returncode == 0, result.stderr

@@ -143,3 +143,14 @@ def test_unanswerable_thinkpython_questions_are_refused_and_answerable_ones_pass
     print(f"refused {len(refused)}/{len(unanswerable)} unanswerable: {refused}; passed {len(passed)}/{len(answerable)} answerable")
     assert len(refused) >= 4, refused
     assert len(passed) >= len(answerable) - 1, sorted({it["id"] for it in answerable} - set(passed))
+
+
+def test_the_sources_line_never_says_the_model_answered_when_its_text_was_set_aside() -> None:
+    from answer_render import answer_note
+    from answer_types import Answer
+
+    answer = Answer(question="q", text="> quoted", model="llama.cpp:qwen", done=True, set_aside="wrong text")
+    answer.timings["total_s"] = 2.0
+    assert answer_note(answer) == "Quoted from the passages in 2.0s; the answer of llama.cpp:qwen was set aside"
+    answer.set_aside = None
+    assert answer_note(answer) == "Answered by llama.cpp:qwen in 2.0s"

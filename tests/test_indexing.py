@@ -196,6 +196,29 @@ def test_progress_reaches_the_total_even_when_the_last_file_fails(open_rag, docs
     assert calls[-1] == ("files", 4, 4)
 
 
+def test_indexing_status_counts_files_and_chunks_and_names_the_file_in_hand(open_rag, docs):
+    rag = open_rag(chunk_size=300, chunk_overlap=50)
+    seen = []
+    report = rag.index(progress=lambda stage, done, total: seen.append(rag.index_status()))
+    assert [(s.state, s.stage, s.done, s.total) for s in seen] == [("indexing", "indexing", n, 3) for n in (1, 2, 3)]
+    assert all(s.current in FILES for s in seen) and seen[0].chunks_total > 0
+    assert seen[1].seconds_left() is not None
+    last = rag.index_status()
+    assert last.state == "idle" and last.chunks_done == last.chunks_total == report.chunks_embedded
+
+
+def test_embedding_progress_moves_within_a_big_file(open_rag, docs):
+    write(docs / "big.md", "".join(f"## Part {n}\n\nThe grinder setting {n} suits a {n}-second shot.\n\n" for n in range(300)))
+    rag = open_rag(chunk_size=100, chunk_overlap=0)
+    steps = []
+    report = rag.indexer.sync(on_step=steps.append)
+    embedded = sorted({s.chunks_done for s in steps if s.stage == "indexing"})
+    assert report.chunks_embedded > 2 * 128
+    assert [n for n in embedded if 0 < n < report.chunks_embedded], "progress stood still while the big file was embedded"
+    assert embedded[-1] == report.chunks_embedded
+    assert {s.current for s in steps if s.chunks_done} <= set(FILES) | {"big.md"}
+
+
 def test_file_that_turns_bad_loses_its_old_chunks(rag, docs):
     old = set(file_ids(rag)["notes/descaling.txt"])
     (docs / "notes" / "descaling.txt").write_bytes(b"\x00\x01binary now" * 50)

@@ -108,6 +108,15 @@ def test_upload_refuses_unsupported_types_and_oversized_files(make_settings, tmp
         rag.close()
 
 
+def test_upload_refuses_an_empty_file(open_rag, tmp_path):
+    rag = open_rag()
+    blank = tmp_path / "blank.pdf"
+    blank.write_bytes(b"")
+    with pytest.raises(UploadRefused, match=r"^blank\.pdf: the file is empty \(0 bytes\); check that it saved completely"):
+        rag.add_upload("blank.pdf", blank)
+    assert list(rag.settings.docs_dir.iterdir()) == []
+
+
 def test_remove_document_deletes_file_and_chunks(rag):
     (rag.settings.docs_dir / "a.md").write_text("# A\n\nApples are red.\n", encoding="utf-8")
     (rag.settings.docs_dir / "b.md").write_text("# B\n\nBananas are yellow.\n", encoding="utf-8")

@@ -167,12 +167,142 @@ def test_index_panel_escapes_file_names_and_reasons():
         "embedding_model": "e", "retrieval_mode": "hybrid", "documents_folder": "/d",
         "failed": {"<i>x</i>.pdf": "cannot <b>read</b>"}, "skipped": {"big.pdf": "over the limit"},
     }
-    shown = web_ui.index_panel_html(stats, IndexStatus(state="indexing", done=1, total=3))
-    assert "<i>x" not in shown and "<b>read" not in shown
+    running = IndexStatus(state="indexing", stage="indexing", done=1, total=3, current="<b>x</b>.md")
+    shown = web_ui.index_panel_html(stats, running)
+    assert "<i>x" not in shown and "<b>read" not in shown and "<b>x" not in shown
     assert "&lt;i&gt;x&lt;/i&gt;.pdf" in shown and "over the limit" in shown
-    assert "indexing 1 of 3 files" in shown
-    assert web_ui.indexing_markdown(IndexStatus(state="indexing", done=1, total=3)) == "⏳ Indexing: 1 of 3 files…"
+    assert "Indexing: 1 of 3 files read" in shown
+    assert web_ui.indexing_markdown(running).startswith("Indexing: 1 of 3 files read")
     assert web_ui.indexing_markdown(IndexStatus(state="idle")) == ""
+
+
+def test_indexing_line_counts_files_and_chunks_names_the_file_and_guesses_the_time_left():
+    status = IndexStatus(
+        state="indexing", stage="indexing", done=2, total=4, chunks_done=100, chunks_total=200,
+        current="notes/report.pdf", embed_s=10.0, indexing_since=1000.0,
+    )
+    # 20 s reading 2 files and 10 s embedding 100 chunks: 2 files (20 s) and 300 chunks (30 s) to go.
+    assert status.seconds_left(now=1030.0) == pytest.approx(50.0)
+    line = web_ui.progress_text(status, now=1030.0)
+    assert line == "Indexing: 2 of 4 files read, 100 of 200+ chunks embedded; now: notes/report.pdf; about 50 s left…"
+    assert "now: notes/report\\.pdf" in web_ui.indexing_markdown(status, now=1030.0), "a file name is not markdown"
+    checking = IndexStatus(state="indexing", stage="checking", done=3, total=50, current="a.md")
+    assert web_ui.progress_text(checking) == "Indexing: checking 3 of 50 files for changes; now: a.md…"
+    assert "estimating" in web_ui.progress_text(IndexStatus(state="indexing", stage="indexing", total=4))
+
+
+# What DejaVu Sans and Liberation Sans (Debian's default fonts) draw, beyond ASCII.
+BASIC_SYMBOLS = set("·—–…“”‘’•→✓✗⚠×")
+
+
+def test_the_page_uses_only_glyphs_the_default_fonts_have():
+    """An emoji such as the hourglass is an empty box in Chromium without an emoji font."""
+    import ast
+
+    texts = [n.value for n in ast.walk(ast.parse((ROOT / "web_ui.py").read_text(encoding="utf-8"))) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    used = {ch for text in texts for ch in text if ord(ch) > 127}
+    assert used - BASIC_SYMBOLS == set()
+    if shutil.which("fc-list"):
+        import subprocess
+
+        missing = [ch for ch in sorted(used) if not subprocess.run(["fc-list", f":charset={ord(ch):x}"], capture_output=True, text=True).stdout.strip()]
+        assert missing == [], "no installed font draws these"
+
+
+# ---------------------------------------------------------------- the handlers, with real components
+
+
+@pytest.fixture
+def ui(open_rag) -> SimpleNamespace:
+    """The page's handlers on a RAGSystem over a temp folder, with the real Gradio components (no server)."""
+    import gradio as gr
+
+    rag = open_rag()
+    with gr.Blocks():
+        page = web_ui.layout(rag)
+    return SimpleNamespace(rag=rag, page=page, handlers=web_ui.Handlers(rag, page), docs=rag.settings.docs_dir)
+
+
+def test_while_indexing_the_status_line_and_the_index_panel_both_say_so(ui):
+    import threading
+
+    for n in range(3):
+        (ui.docs / f"note-{n}.md").write_text(f"# Note {n}\n\nThe kettle number {n} whistles.\n", encoding="utf-8")
+    seen = ui.handlers.poll(None, [], None)[ui.page.seen]
+    inside, go_on = threading.Event(), threading.Event()
+
+    def held(stage: str, done: int, total: int) -> None:
+        inside.set()
+        go_on.wait(60)
+
+    sync = threading.Thread(target=ui.rag.index, kwargs={"progress": held})
+    sync.start()
+    try:
+        assert inside.wait(120), "indexing never started"
+        update = ui.handlers.poll(seen, [], None)
+    finally:
+        go_on.set()
+        sync.join(120)
+    note, panel = update[ui.page.indexing_note], update.get(ui.page.docs.index_panel, "")
+    assert note.startswith("Indexing: 1 of 3 files read") and "now: note" in note
+    assert "Indexing: 1 of 3 files read" in panel and "idle" not in panel
+
+
+def test_file_table_lists_every_file_with_its_status_and_every_file_can_be_removed(ui):
+    (ui.docs / "kettle.md").write_text("# Kettle\n\nDescale it.\nEvery month.\n", encoding="utf-8")
+    (ui.docs / "blank.pdf").write_bytes(b"")
+    (ui.docs / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    ui.rag.index()
+    shown = ui.handlers.refresh([], None)
+    table = shown[ui.page.docs.files_table]
+    for column in ("Name", "Type", "Pages or lines", "Chunks", "Indexed at", "Status"):
+        assert f"<th>{column}</th>" in table
+    assert re.search(r"<td>kettle\.md</td><td>markdown</td><td>\d+ lines</td><td>1</td><td>\d{4}-\d\d-\d\d \d\d:\d\d</td><td>indexed</td>", table), table
+    assert "<td>blank.pdf</td><td>pdf</td>" in table and "failed: the file is empty (0 bytes)" in table
+    assert "<td>photo.png</td>" in table and "skipped: " in table
+    assert str(ui.docs) not in table, "no server path"
+    choices = [value for _, value in shown[ui.page.docs.remove_pick]["choices"]]
+    assert choices == ["blank.pdf", "kettle.md", "photo.png"], "failed and skipped files can be removed too"
+
+    removed = ui.handlers.remove("blank.pdf", [])
+    assert "Removed" in removed[ui.page.docs.remove_report]
+    assert not (ui.docs / "blank.pdf").exists()
+    assert "blank.pdf" not in removed[ui.page.docs.files_table]
+
+
+def test_an_empty_upload_is_refused_and_not_saved(ui, tmp_path):
+    blank = tmp_path / "blank.pdf"
+    blank.write_bytes(b"")
+    shown = ui.handlers.upload([str(blank)], [], None, progress=lambda *args, **kwargs: None)
+    report = shown[ui.page.docs.upload_report]
+    assert "Refused blank.pdf: the file is empty (0 bytes)" in report
+    assert list(ui.docs.iterdir()) == []
+
+
+def test_waiting_questions_know_how_many_are_ahead_of_them():
+    slots = web_ui.AnswerSlots(1)
+    first, second, third = slots.join(), slots.join(), slots.join()
+    assert slots.wait_turn(first, 0) == 0
+    assert slots.wait_turn(second, 0) == 1, "one answer running"
+    assert slots.wait_turn(third, 0.05) == 2, "one running, one waiting before it"
+    slots.leave(first)
+    assert slots.wait_turn(third, 0) == 1, "the second goes first: it came first"
+    assert slots.wait_turn(second, 0) == 0
+    slots.leave(second)
+    assert slots.wait_turn(third, 0) == 0
+    slots.leave(third)
+    assert web_ui.waiting_message(1)["content"] == "Waiting for another question to finish (1 ahead)…"
+
+
+def test_a_waiter_whose_page_is_gone_stops_holding_up_the_queue(monkeypatch):
+    import time
+
+    slots = web_ui.AnswerSlots(1)
+    monkeypatch.setattr(slots, "STALE_S", 0.05)
+    slots.join()  # its page closed before its turn, and its handler was never closed
+    waiting = slots.join()
+    time.sleep(0.1)
+    assert slots.wait_turn(waiting, 0) == 0
 
 
 # ---------------------------------------------------------------- the real app
@@ -345,7 +475,7 @@ def test_example_question_streams_a_cited_answer_with_its_pdf_page(page, tmp_pat
     where = re.compile(rf"{re.escape(expected['file'])} — (page {n}(?!\d)|pages ({n}-\d+|\d+-{n})(?!\d))")
     expect(sources).to_contain_text(where)
     expect(sources).to_contain_text("score ")
-    model = re.search(r"Answered by (llama\.cpp:\S+) in", sources.inner_text())
+    model = re.search(r"(?:Answered by|the answer of) (llama\.cpp:\S+) ", sources.inner_text())
     assert model, sources.inner_text()
     assert f"— {model[1]}" in final
     expect(page.locator("#docqa-status")).to_contain_text(f"model: {model[1]}")
@@ -532,3 +662,92 @@ def test_a_wrong_model_answer_is_set_aside_for_the_quotes_with_a_notice(browser,
             bot.get_by_text("Show the model's answer").click()
             expect(bot).to_contain_text("1024 bytes")
             context.close()
+
+
+# ---------------------------------------------------------------- a slow model, one answer at a time
+
+SLOW_PIECES = [f"{word} " for word in "The default chunk size is 1000 characters [1].".split()]
+SLOW_PIECE_S = 1.5
+
+
+@pytest.fixture(scope="module")
+def slow_server(tmp_path_factory) -> Iterator[SimpleNamespace]:
+    """`python main.py serve` answering one question at a time (UI_CONCURRENCY=1) with a slow Ollama stand-in."""
+    from ollama_standin import OllamaStandin
+
+    tmp = tmp_path_factory.mktemp("slow")
+    docs = tmp / "documents"
+    shutil.copytree(ROOT / "documents", docs)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    with OllamaStandin(pieces=SLOW_PIECES, piece_delay_s=SLOW_PIECE_S) as ollama:
+        env = {**server_env(tmp, docs, port), "LLM_BACKEND": "ollama", "OLLAMA_HOST": ollama.url, "UI_CONCURRENCY": "1"}
+        try:
+            with running([sys.executable, "main.py", "serve"], url, tmp / "server.log", env, ROOT, SERVER_START_S):
+                yield SimpleNamespace(url=url, docs=docs)
+        except ServerDidNotStart as exc:
+            pytest.fail(str(exc))
+
+
+def open_page(browser: Any, url: str) -> Any:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    page.goto(url)
+    page.locator("#docqa-chat").wait_for()
+    return page
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_a_second_tab_is_told_its_place_in_the_queue(browser, slow_server):
+    from playwright.sync_api import expect
+
+    first, second = open_page(browser, slow_server.url), open_page(browser, slow_server.url)
+    try:
+        ask(first, "What is the default chunk size?")
+        # Its passages are shown once it holds the one answer slot; the model then takes a while.
+        first.locator("#docqa-chat [data-testid='bot']").first.wait_for(timeout=ANSWER_TIMEOUT_MS)
+        ask(second, "Does docqa send my documents anywhere?")
+        waiting = second.locator("#docqa-chat [data-testid='bot']").first
+        expect(waiting).to_contain_text("Waiting for another question to finish (1 ahead)", timeout=len(SLOW_PIECES) * SLOW_PIECE_S * 1000)
+        answered = first.locator("#docqa-chat [data-testid='bot']").first
+        expect(answered).to_contain_text("— ollama:", timeout=ANSWER_TIMEOUT_MS)
+        expect(waiting).to_contain_text("— ollama:", timeout=ANSWER_TIMEOUT_MS)
+        expect(waiting).not_to_contain_text("Waiting for")
+    finally:
+        first.context.close()
+        second.context.close()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_documents_tab_lists_every_file_refuses_an_empty_upload_and_removes_a_failed_file(browser, slow_server, tmp_path):
+    from playwright.sync_api import expect
+
+    page = open_page(browser, slow_server.url)
+    try:
+        indexed_counts(page)
+        blank = tmp_path / "blank.pdf"
+        blank.write_bytes(b"")
+        report = upload(page, [blank])
+        expect(report).to_contain_text("Refused blank.pdf: the file is empty (0 bytes)")
+        assert not (slow_server.docs / "blank.pdf").exists()
+
+        table = page.locator("#docqa-files")
+        guide = table.get_by_role("row", name=re.compile(r"^docqa-user-guide\.pdf "))
+        when = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d$")
+        expect(guide.get_by_role("cell")).to_have_text(["docqa-user-guide.pdf", "pdf", "6 pages", re.compile(r"^\d+$"), when, "indexed"])
+        (slow_server.docs / "broken.pdf").write_bytes(b"not a pdf at all")  # the folder watcher indexes it
+        broken = table.get_by_role("row", name=re.compile(r"^broken\.pdf "))
+        expect(broken).to_contain_text("failed: not a readable PDF: the file is damaged")
+        assert str(slow_server.docs) not in broken.inner_text()
+
+        choose(page, "#docqa-remove-pick", "broken.pdf (failed)")
+        page.get_by_role("button", name="Remove…").click()
+        page.get_by_role("button", name="Delete it").click()
+        expect(page.locator("#docqa-remove-report")).to_contain_text("Removed broken.pdf")
+        expect(broken).to_have_count(0)
+        assert not (slow_server.docs / "broken.pdf").exists()
+    finally:
+        page.context.close()
