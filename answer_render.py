@@ -138,15 +138,20 @@ def answer_as_text(answer: AnswerView) -> str:
     quotes = list(getattr(answer, "quotes", None) or [])
     if quotes and getattr(answer, "set_aside", None) is None and not getattr(answer, "refused", False):
         text = f"From the documents:\n{quote_lines(quotes)}\n\nAnswer: {text}"
-    if not answer.passages:
-        return text
-    numbers = cited_numbers(text, len(answer.passages)) or list(range(1, len(answer.passages) + 1))
+    return text + sources_text(answer.passages, text)
+
+
+def sources_text(passages: Sequence[PassageView], text: str) -> str:
+    """The "Sources:" list that ends a plain-text answer: the passages `text` cites, or all of them."""
+    if not passages:
+        return ""
+    numbers = cited_numbers(text, len(passages)) or list(range(1, len(passages) + 1))
     lines = []
     for n in numbers:
-        p = answer.passages[n - 1]
+        p = passages[n - 1]
         heading = heading_note(p)
         lines.append(f"[{n}] {place(p)}" + (f" ({heading})" if heading else ""))
-    return f"{text}\n\nSources:\n" + "\n".join(lines)
+    return "\n\nSources:\n" + "\n".join(lines)
 
 
 def source_line(n: int, passage: PassageView) -> str:

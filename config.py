@@ -20,6 +20,8 @@ from dotenv import dotenv_values
 from errors import ConfigError
 
 DEFAULT_SEPARATORS = ["\n\n", "\n", ". ", " ", ""]
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+"""Addresses that only this machine can reach: serving there needs no password or key."""
 
 
 def _setting(default: Any, doc: str, **kw: Any) -> Any:
@@ -248,6 +250,18 @@ class Settings:
         "", "user:password (comma-separated for several) required to use the UI; needed off loopback.", secret=True
     )
     docqa_auth_file: str = _setting("", "A file of user:password lines, one user each (alternative to DOCQA_AUTH).")
+    # Service API (/api, /v1, /mcp on the same server)
+    docqa_api_keys: str = _setting(
+        "", "Bearer keys for the API (comma-separated); needed for API clients off loopback. Not the UI password.",
+        secret=True,
+    )
+    docqa_api_key_file: str = _setting("", "A file of API keys, one a line (alternative to DOCQA_API_KEYS).")
+    api_rate_limit_per_minute: int = _setting(
+        120, "Requests one API client may make per minute, on every API route (0 = no limit); more get 429."
+    )
+    api_max_body_mb: float = _setting(
+        1.0, "Largest JSON request body the API accepts (uploads may be up to MAX_FILE_MB); larger get 413."
+    )
     # Logging
     log_level: str = _setting("INFO", "DEBUG, INFO, WARNING or ERROR.")
 

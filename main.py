@@ -1,4 +1,4 @@
-"""docqa command line: index, ask, serve, stats, config, check, eval, analyze.
+"""docqa command line: index, ask, serve, mcp, stats, config, check, eval, analyze.
 
 A thin layer over RAGSystem: it parses flags into settings, calls the API, and turns
 docqa's errors into one-line messages with the fix (exit status 2), never a traceback.
@@ -61,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("--files", action="store_true", help="list every file: type, pages or lines, chunks, when indexed, status")
 
     sub.add_parser("config", parents=[common], help="print the effective settings and where each came from")
+    sub.add_parser("mcp", parents=[common], help="index incrementally, then serve MCP tools over stdio (for MCP clients)")
 
     analyze = sub.add_parser("analyze", parents=[common], help="profile the documents folder and recommend chunking settings")
     analyze.add_argument("--json", action="store_true", help="print the profile as one JSON object")
@@ -321,6 +322,13 @@ def cmd_serve(rag: RAGSystem, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_mcp(rag: RAGSystem, args: argparse.Namespace) -> int:
+    from mcp_server import run_stdio
+
+    run_stdio(rag, index=not getattr(args, "no_index", False))
+    return 0
+
+
 def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
     from evaluation import run_eval_command
 
@@ -330,8 +338,8 @@ def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
 def open_system(settings: Settings, args: argparse.Namespace) -> RAGSystem:
     """The system, opened to write or only to read, as the command needs.
 
-    stats, check and ask --no-index only read, so they work beside a running server; ask
-    indexes first unless another docqa holds the folder, which keeps the index up to date.
+    stats, check and ask --no-index only read, so they work beside a running server; ask and
+    mcp index first unless another docqa holds the folder, which keeps the index up to date.
     """
     from rag_system import RAGSystem
 
@@ -341,7 +349,7 @@ def open_system(settings: Settings, args: argparse.Namespace) -> RAGSystem:
     try:
         return RAGSystem(settings)
     except LockError:
-        if args.command != "ask":
+        if args.command not in ("ask", "mcp"):
             raise
     log.info("Another docqa keeps this index up to date; answering from it as it is")
     args.no_index = True
@@ -366,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "analyze":
             return cmd_analyze(settings, args)
         rag = open_system(settings, args)
-        handler = {"serve": cmd_serve, "index": cmd_index, "ask": cmd_ask, "stats": cmd_stats, "check": cmd_check}
+        handler = {"serve": cmd_serve, "mcp": cmd_mcp, "index": cmd_index, "ask": cmd_ask, "stats": cmd_stats, "check": cmd_check}
         return handler[args.command](rag, args)
     except DocqaError as exc:
         print(f"docqa: {exc}", file=sys.stderr)

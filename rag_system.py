@@ -104,8 +104,8 @@ class RAGSystem:
 
     # ------------------------------------------------------------ retrieval and answers
 
-    def retrieve_context(self, question: str, k: int | None = None, where: Where | None = None) -> list[Passage]:
-        return self.retriever.retrieve(question, k=k, where=where)
+    def retrieve_context(self, question: str, k: int | None = None, where: Where | None = None, mode: str | None = None) -> list[Passage]:
+        return self.retriever.retrieve(question, k=k, where=where, mode=mode)
 
     @property
     def llm(self) -> Any:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from answer_render import answer_as_text, answer_markdown, literal_markdown, safe_markdown, sources_html
+from config import LOOPBACK
 from errors import ConfigError, DocqaError
 from index_status import DOCUMENT_COLUMNS, document_rows
 
@@ -658,9 +659,6 @@ def build_app(rag: RAGSystem) -> gr.Blocks:
     return app
 
 
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
-
-
 def load_auth(settings: Settings) -> list[tuple[str, str]]:
     """Users from DOCQA_AUTH ("user:password", comma-separated) and DOCQA_AUTH_FILE (a line each)."""
     entries = [e for e in settings.docqa_auth.split(",") if e.strip()]
@@ -757,7 +755,15 @@ def client_id(request: Any) -> str:
     return f"{user}@{host}" if user else host
 
 
-def serve(rag: RAGSystem) -> None:
+def serving_app(rag: RAGSystem) -> Any:
+    """One app for everything: the UI at /, the REST API at /api, OpenAI's at /v1, MCP at /mcp.
+
+    The UI's password (DOCQA_AUTH) guards the UI only; API clients use a key (api_guard.py).
+    """
+    import gradio as gr
+
+    from service_api import build_service_app
+
     s = rag.settings
     users = load_auth(s)
     if s.gradio_server_name not in LOOPBACK and not users:
@@ -765,10 +771,11 @@ def serve(rag: RAGSystem) -> None:
             f"Refusing to listen on {s.gradio_server_name} without authentication: docqa serves private "
             "documents. Set DOCQA_AUTH=user:password (or DOCQA_AUTH_FILE), or keep GRADIO_SERVER_NAME=127.0.0.1."
         )
-    app = build_app(rag)
-    app.queue(default_concurrency_limit=max(1, s.ui_concurrency))
-    log.info("Serving docqa on http://%s:%d", s.gradio_server_name, s.gradio_server_port)
-    app.launch(
+    api = build_service_app(rag)
+    ui = build_app(rag)
+    ui.queue(default_concurrency_limit=max(1, s.ui_concurrency))
+    return gr.mount_gradio_app(
+        api, ui, path="/",
         server_name=s.gradio_server_name,
         server_port=s.gradio_server_port,
         show_error=False,
@@ -781,3 +788,12 @@ def serve(rag: RAGSystem) -> None:
         max_file_size=f"{max(100, int(4 * s.max_file_mb))}mb",
         auth=users or None,
     )
+
+
+def serve(rag: RAGSystem) -> None:
+    import uvicorn
+
+    s = rag.settings
+    app = serving_app(rag)
+    log.info("Serving docqa on http://%s:%d (API docs at /api/docs)", s.gradio_server_name, s.gradio_server_port)
+    uvicorn.run(app, host=s.gradio_server_name, port=s.gradio_server_port, log_level="warning")

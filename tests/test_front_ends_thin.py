@@ -16,7 +16,7 @@ from conversation import history_after
 from llm_handler import REFUSAL
 
 ROOT = Path(__file__).resolve().parent.parent
-FRONT_ENDS = ["web_ui.py", "main.py"]
+FRONT_ENDS = ["web_ui.py", "main.py", "service.py", "service_api.py", "openai_api.py", "mcp_server.py"]
 INGEST_AND_STORES = {
     "indexer", "vector_store", "keyword_index", "document_converter", "text_splitter", "page_images",
     "folder_profile", "discovery", "watcher", "embeddings", "documents_folder", "data_folder",
@@ -25,7 +25,7 @@ INGEST_AND_STORES = {
 RAG_INSIDES = {"indexer", "vectors", "keywords", "retriever", "embedder"}
 WEB_UI_MAX_FUNCTION_LINES = 100
 MAX_FUNCTION_LINES = 80
-OUR_MODULES = ["web_ui.py", "main.py", "answer_render.py"]
+OUR_MODULES = ["web_ui.py", "main.py", "answer_render.py", "service.py", "service_api.py", "openai_api.py", "mcp_server.py", "api_guard.py"]
 
 
 def tree(name: str) -> ast.Module:
