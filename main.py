@@ -69,7 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("eval", parents=[common], help="measure retrieval (BEIR) or answers (QA file)")
     ev.add_argument("--beir", metavar="DIR", help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv")
     ev.add_argument("--split", default="train", help="qrels split (train or test)")
-    ev.add_argument("--qa", metavar="FILE", help="QA file in the format of thinkpython/dev.jsonl")
+    ev.add_argument("--qa", metavar="FILE", help="QA file as thinkpython/dev.jsonl; a line may name its \"source\" file, \"lines\" or \"text\"")
+    ev.add_argument(
+        "--source-file", metavar="NAME", help="--qa: the document (relative to --docs) that questions naming no source are about"
+    )
     ev.add_argument("--k", type=int, default=5, help="sources per question for --qa")
     ev.add_argument("--answers", action="store_true", help="also generate and score answers (--qa)")
     ev.add_argument("--mode", choices=["hybrid", "vector", "bm25"], help="retrieval mode")
