@@ -26,10 +26,19 @@ from errors import StoreError
 log = logging.getLogger(__name__)
 
 # Bump when tokenize() or index_text() changes: stored tokens are then rebuilt from the text.
-TOKENIZER_VERSION = 3
+TOKENIZER_VERSION = 4
 
 _WORD = re.compile(r"\w+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_SYMBOLS = re.compile(r"[^\w\s]+")
+_FLAG = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*")
+OPERATORS = frozenset(
+    "// ** % ^ == != <= >= += -= *= /= //= %= **= &= |= ^= <<= >>= << >> >>> -> := @=".split()
+)
+"""Punctuation-only tokens worth a search: the operators people ask about ("what does // do?").
+Single `+ - * / < > = | ~` are left out: hyphens, slashes, list markers, table rules and "about" use them;
+so is `%` after a digit, a percent sign (1,274 SciFact abstracts hold one)."""
+_ENCLOSING = "()[]{}'\"`“”‘’.,;:!?"
 
 
 def _stopwords() -> frozenset[str]:
@@ -62,8 +71,39 @@ def split_identifier(word: str) -> list[str]:
     return [p for p in parts if p]
 
 
+def symbol_tokens(text: str) -> list[str]:
+    """Operators and command-line flags, exactly as written: `//`, `**`, `==`, `--reindex`.
+
+    Words alone lose them (`\\w+` drops punctuation), yet a question naming one means that
+    place. A run of punctuation counts when, stripped of brackets, quotes and sentence
+    marks, it is an operator: not in a URL (`://`), `**` not as Markdown bold, `%` not as percent.
+    """
+    found = [m.group().lower() for m in _FLAG.finditer(text)]
+    for match in _SYMBOLS.finditer(text):
+        run = match.group()
+        if "://" in run:
+            continue
+        core = run.strip(_ENCLOSING)
+        if core not in OPERATORS:
+            continue
+        if core == "**" and _is_bold_marker(text, match.start(), match.end()):
+            continue
+        if core == "%" and match.start() > 0 and text[match.start() - 1].isdigit():
+            continue
+        found.append(core)
+    return found
+
+
+def _is_bold_marker(text: str, start: int, end: int) -> bool:
+    """`**bold**`: the run touches a word on one side only; `2**3`, `2 ** 3` and `f(**kwargs)` touch both or neither."""
+    before = start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_")
+    after = end < len(text) and (text[end].isalnum() or text[end] == "_")
+    return before != after
+
+
 def tokenize(text: str) -> list[str]:
-    """Lower-cased, stop-word-free, stemmed tokens; identifiers add their parts as well."""
+    """Lower-cased, stop-word-free, stemmed tokens; identifiers add their parts as well, and
+    operators and flags (symbol_tokens) are kept as written."""
     words: list[str] = []
     for match in _WORD.finditer(text):
         word = match.group()
@@ -76,7 +116,7 @@ def tokenize(text: str) -> list[str]:
                 continue
         words.append(lower)
     words = [w for w in words if w not in STOPWORDS and len(w) < 64]
-    return _stem(words) if words else []
+    return (_stem(words) if words else []) + symbol_tokens(text)
 
 
 def index_text(chunk: Chunk) -> str:

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import SCIFACT, module_settings, rag_with, require
 from doc_types import Chunk
-from keyword_index import TOKENIZER_VERSION, KeywordIndex, index_text, split_identifier, tokenize
+from keyword_index import TOKENIZER_VERSION, KeywordIndex, index_text, split_identifier, symbol_tokens, tokenize
 from rag_system import RAGSystem
 from retriever import (
     Passage,
@@ -39,6 +39,22 @@ def test_tokens_keep_the_whole_identifier_and_its_parts():
     tokens = tokenize("def load_settings(overrides): return ChromaClient()")
     assert "load_set" in tokens  # the whole identifier, stemmed
     assert {"load", "set", "chroma", "client", "overrid"} <= set(tokens)
+
+
+def test_operators_and_flags_are_tokens_as_written():
+    assert symbol_tokens("hours = minutes // 60; x**2 if a == b else y % 3") == ["//", "**", "==", "%"]
+    assert symbol_tokens("run python main.py index --reindex") == ["--reindex"]
+    assert {"reindex", "--reindex", "//"} <= set(tokenize("floor division: 7 // 2, and index --reindex"))
+
+
+def test_urls_bold_text_and_percent_signs_are_not_operators():
+    assert symbol_tokens("see http://thinkpython2.com, **bold** text, 50% of cases, ==== rules ====") == []
+
+
+def test_a_question_about_an_operator_finds_the_text_that_uses_it(tmp_path):
+    index = KeywordIndex(tmp_path)
+    index.add_chunks([chunk("ops.md", 0, "Floor division, //, rounds down: 7 // 2 is 3."), chunk("div.md", 0, "Division rounds nothing down.")])
+    assert [cid for cid, _ in index.search("//", 5)] == ["ops.md:0"]
 
 
 def test_stop_words_are_dropped_and_words_stemmed():
