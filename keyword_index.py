@@ -10,6 +10,7 @@ path counts twice, a light field weighting: a heading names what the section is 
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -52,6 +53,10 @@ def _stopwords() -> frozenset[str]:
 
 STOPWORDS = _stopwords()
 _stemmer_local = threading.local()
+ASKING_WORDS = "what which whom whose when where why how do does did can could should would shall may might must me my you your we our"
+"""Words that shape a question but name nothing in the answer. bm25s keeps them (its stop words are
+for text), so "What does setdefault do?" ranked pages holding "what" and "does" above the one
+naming setdefault. They are left out of queries only; "who", "I" and "us" stay (WHO, type I, US)."""
 
 
 def _stem(words: list[str]) -> list[str]:
@@ -117,6 +122,18 @@ def tokenize(text: str) -> list[str]:
         words.append(lower)
     words = [w for w in words if w not in STOPWORDS and len(w) < 64]
     return (_stem(words) if words else []) + symbol_tokens(text)
+
+
+@functools.cache
+def _asking_tokens() -> frozenset[str]:
+    return frozenset(tokenize(ASKING_WORDS))
+
+
+def query_tokens(question: str) -> list[str]:
+    """The tokens a question is searched by: its tokens less the asking words; all of them if nothing else is left."""
+    tokens = tokenize(question)
+    content = [t for t in tokens if t not in _asking_tokens()]
+    return content or tokens
 
 
 def index_text(chunk: Chunk) -> str:
@@ -356,7 +373,7 @@ class KeywordIndex:
             model, ids, meta = self._bm25, self._ids, self._meta
         if model is None:
             return []
-        q = [t for t in tokenize(query) if t in model.vocab_dict]
+        q = [t for t in query_tokens(query) if t in model.vocab_dict]
         if not q:
             return []
         scores = np.asarray(model.get_scores(q), dtype=np.float32)

@@ -15,7 +15,15 @@ import pytest
 
 from conftest import SCIFACT, module_settings, rag_with, require
 from doc_types import Chunk
-from keyword_index import TOKENIZER_VERSION, KeywordIndex, index_text, split_identifier, symbol_tokens, tokenize
+from keyword_index import (
+    TOKENIZER_VERSION,
+    KeywordIndex,
+    index_text,
+    query_tokens,
+    split_identifier,
+    symbol_tokens,
+    tokenize,
+)
 from rag_system import RAGSystem
 from retriever import (
     Passage,
@@ -55,6 +63,17 @@ def test_a_question_about_an_operator_finds_the_text_that_uses_it(tmp_path):
     index = KeywordIndex(tmp_path)
     index.add_chunks([chunk("ops.md", 0, "Floor division, //, rounds down: 7 // 2 is 3."), chunk("div.md", 0, "Division rounds nothing down.")])
     assert [cid for cid, _ in index.search("//", 5)] == ["ops.md:0"]
+
+
+def test_asking_words_are_left_out_of_queries_so_the_named_thing_counts(tmp_path):
+    assert query_tokens("What does setdefault do?") == ["setdefault"]
+    assert query_tokens("what do you do") == tokenize("what do you do")  # nothing else to search by
+    index = KeywordIndex(tmp_path)
+    index.add_chunks([
+        chunk("faq.md", 0, "What does it do? What does it cost? Why does it do that? How do we do it?"),
+        chunk("dict.md", 0, "The dictionary method setdefault inserts a key with a default value."),
+    ])
+    assert [cid for cid, _ in index.search("What does setdefault do?", 5)] == ["dict.md:0"]
 
 
 def test_stop_words_are_dropped_and_words_stemmed():
