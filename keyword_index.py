@@ -124,6 +124,17 @@ def tokenize(text: str) -> list[str]:
     return (_stem(words) if words else []) + symbol_tokens(text)
 
 
+def exact_terms(question: str) -> list[str]:
+    """The tokens of what a question names exactly: `snake_case` and `UPPER_CASE` names, operators, flags.
+
+    The embedding model reads `TOP_K` as "top", "_", "k" and `//` as nothing at all, so for
+    these only an exact match says which passage is meant. CamelCase is left out: in prose
+    it is mostly terms like mRNA, which are words, not names.
+    """
+    names = [m.group().lower().strip("_") for m in _WORD.finditer(question) if "_" in m.group().strip("_")]
+    return list(dict.fromkeys((_stem(names) if names else []) + symbol_tokens(question)))
+
+
 @functools.cache
 def _asking_tokens() -> frozenset[str]:
     return frozenset(tokenize(ASKING_WORDS))
@@ -305,6 +316,19 @@ class KeywordIndex:
             part = ids[start : start + 500]
             rows = self.db.execute(f"SELECT id, source, chunk_index FROM chunks WHERE id IN ({','.join('?' * len(part))})", part)
             out.update((cid, (source, index)) for cid, source, index in rows)
+        return out
+
+    def terms_held(self, ids: list[str], terms: list[str]) -> dict[str, int]:
+        """How many of `terms` (tokens) each chunk holds; chunks holding none are left out."""
+        wanted = set(terms)
+        out: dict[str, int] = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            rows = self.db.execute(f"SELECT id, tokens FROM chunks WHERE id IN ({','.join('?' * len(part))})", part)
+            for cid, tokens in rows:
+                held = len(wanted.intersection(tokens.split()))
+                if held:
+                    out[cid] = held
         return out
 
     def chunks_of_source(self, source: str) -> list[Chunk]:
