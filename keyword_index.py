@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import math
 import re
 import sqlite3
 import threading
@@ -389,6 +390,22 @@ class KeywordIndex:
         except OSError as exc:  # the index still works from memory; it is rebuilt next start
             log.warning("Could not save the BM25 index in %s: %s", folder, exc)
         log.debug("Rebuilt BM25 index over %d chunks", len(ids))
+
+    def idf(self, tokens: Iterable[str]) -> dict[str, float]:
+        """BM25's inverse document frequency (Lucene's form) of each token the index holds; unknown tokens are left out."""
+        with self._lock:
+            self._ensure_fresh()
+            model, n = self._bm25, len(self._ids)
+        if model is None:
+            return {}
+        indptr = model.scores["indptr"]
+        out: dict[str, float] = {}
+        for token in set(tokens):
+            tid = model.vocab_dict.get(token)
+            if tid is not None:
+                df = int(indptr[tid + 1] - indptr[tid])
+                out[token] = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        return out
 
     def search(self, query: str, k: int, where: dict[str, Any] | None = None) -> list[tuple[str, float]]:
         """The k best (chunk id, BM25 score) pairs for the query; only chunks with a score > 0."""

@@ -26,6 +26,7 @@ from doc_types import Chunk, describe_location
 from embeddings import EmbeddingBackend
 from keyword_index import KeywordIndex, exact_terms
 from name_search import definitions_first
+from question_focus import Focus, focus_question
 from vector_store import NullVectorStore, VectorStore
 
 log = logging.getLogger(__name__)
@@ -215,6 +216,10 @@ class Retriever:
         if terms and fused:
             fused = exact_matches_first(fused, self.keywords.terms_held([cid for cid, _, _ in fused], terms))
         return fused
+
+    def focus(self, question: str) -> Focus:
+        """What to search for a question: itself, or past QUESTION_MAX_CHARS its most informative part (question_focus.py)."""
+        return focus_question(question, self.settings.question_max_chars, self.keywords.idf)
 
     def retrieve(
         self, question: str, k: int | None = None, where: Where | None = None, mode: str | None = None, parts: list[str] | None = None
