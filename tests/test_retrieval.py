@@ -18,6 +18,7 @@ from doc_types import Chunk
 from keyword_index import (
     TOKENIZER_VERSION,
     KeywordIndex,
+    exact_terms,
     index_text,
     query_tokens,
     split_identifier,
@@ -29,6 +30,7 @@ from retriever import (
     Passage,
     add_neighbour_context,
     cap_per_file,
+    exact_matches_first,
     merge_neighbours,
     reciprocal_rank_fusion,
     score_blend,
@@ -74,6 +76,23 @@ def test_asking_words_are_left_out_of_queries_so_the_named_thing_counts(tmp_path
         chunk("dict.md", 0, "The dictionary method setdefault inserts a key with a default value."),
     ])
     assert [cid for cid, _ in index.search("What does setdefault do?", 5)] == ["dict.md:0"]
+
+
+def test_exact_terms_are_names_operators_and_flags_not_words():
+    assert exact_terms("What is TOP_K, and does parse_config use //?") == ["top_k", "parse_config", "//"]
+    assert exact_terms("How do I use --reindex?") == ["--reindex"]
+    assert exact_terms("Does mRNA decay faster in 50% of cells?") == []  # camelCase and percent signs are prose here
+
+
+def test_chunks_holding_the_exact_name_asked_about_rank_first(tmp_path):
+    index = KeywordIndex(tmp_path)
+    index.add_chunks([chunk("book.md", 0, "The top k results"), chunk("config.docx", 0, "| TOP_K | 5 | Passages per question |")])
+    fused = [("book.md:0", 0.9, {"vector": 1}), ("config.docx:0", 0.3, {"bm25": 1}), ("other.md:0", 0.2, {"vector": 2})]
+    held = index.terms_held([cid for cid, _, _ in fused], exact_terms("What is TOP_K?"))
+    ranked = exact_matches_first(fused, held)
+    assert [cid for cid, _, _ in ranked] == ["config.docx:0", "book.md:0", "other.md:0"]
+    assert ranked[0][2] == {"bm25": 1, "exact": 1} and ranked[0][1] > ranked[1][1]  # re-sorting by score keeps the order
+    assert exact_matches_first(fused, {}) == fused
 
 
 def test_stop_words_are_dropped_and_words_stemmed():
