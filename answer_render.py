@@ -337,6 +337,9 @@ def searched_for(answer: AnswerView) -> str:
     parts = list(getattr(answer, "sub_questions", None) or [])
     if parts:
         return " · ".join(parts)
+    focus = (getattr(answer, "focus", None) or "").strip()
+    if focus:
+        return focus
     standalone = (getattr(answer, "standalone_question", None) or "").strip()
     asked = (getattr(answer, "question", None) or "").strip()
     return standalone if standalone and standalone != asked else ""

@@ -32,6 +32,8 @@ class Answer:
     kind: str = "answer"
     standalone_question: str | None = None
     """The follow-up rewritten to stand alone, as searched; None when the question was used as asked."""
+    focus: str | None = None
+    """A long question's most informative part, as searched (QUESTION_MAX_CHARS); None when it was searched whole."""
     sub_questions: list[str] = field(default_factory=list)
     """The parts of a multi-part question, each searched and their passages fused; empty for one part."""
     refused: bool = False
@@ -47,7 +49,7 @@ class Answer:
     set_aside: str | None = None
     """The model's text when the checks set it aside and the quotes stand as the answer."""
     notice: str | None = None
-    """Why the model's text was set aside, for the user."""
+    """For the user: why the model's text was set aside, or that a long question was searched by a part of it."""
     model_hint: str | None = None
     """How to get better answers than the model in use gives (the embedded model answered)."""
     tidied: list[str] = field(default_factory=list)
@@ -60,6 +62,7 @@ class Answer:
         out: dict[str, Any] = {
             "question": self.question,
             "standalone_question": self.standalone_question,
+            "focus": self.focus,
             "sub_questions": self.sub_questions,
             "kind": self.kind,
             "answer": self.text,

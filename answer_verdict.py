@@ -89,9 +89,15 @@ def quotes_markdown(quotes: Sequence[Quote], labels: Sequence[str]) -> str:
     return "\n\n".join(blocks)
 
 
+def add_notice(answer: Any, notice: str) -> None:
+    """Tell the user `notice` after what the answer already tells them (a long question searched by a part of it)."""
+    answer.notice = f"{answer.notice} {notice}" if answer.notice else notice
+
+
 def let_quotes_stand(answer: Any, reason: str) -> None:
     """Set the model's text aside, with the reason, and make the quotes the answer."""
-    answer.set_aside, answer.notice = answer.text, f"The model's answer was set aside: {reason}. The passages say:"
+    answer.set_aside = answer.text
+    add_notice(answer, f"The model's answer was set aside: {reason}. The passages say:")
     quotes = [Quote(q["passage"], q["text"], 0.0) for q in answer.quotes]
     answer.text = quotes_markdown(quotes, [p.label for p in answer.passages])
     answer.unsupported = []

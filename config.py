@@ -231,6 +231,12 @@ class Settings:
         "Questions at least this long with several parts (\"…, and how …?\") are split into sub-queries "
         "whose passages are fused; shorter ones are searched as they are. 0 turns splitting off.",
     )
+    question_max_chars: int = _setting(
+        1000,
+        "A longer question is searched by its most informative part, up to this many characters: the sentences "
+        "with the words rarest in your documents (the answer says so). The embedding model reads about 1,000 "
+        "characters anyway, and BM25 drowns in a long text's common words. 0 searches every question whole.",
+    )
     summary_max_parts: int = _setting(
         6,
         "A summary of a whole document reads it in at most this many parts (one model call each, then one "
@@ -380,6 +386,8 @@ def _validate(s: Settings) -> None:
         raise ConfigError(f"TOP_K must be positive, got {s.top_k}.")
     if s.neighbour_weight < 0:
         raise ConfigError(f"NEIGHBOUR_WEIGHT must be at least 0, got {s.neighbour_weight}.")
+    if s.question_max_chars < 0:
+        raise ConfigError(f"QUESTION_MAX_CHARS must be at least 0 (0 searches every question whole), got {s.question_max_chars}.")
     if s.candidate_k <= 0:
         raise ConfigError(f"CANDIDATE_K must be positive, got {s.candidate_k}.")
     if s.vector_weight < 0 or s.bm25_weight < 0 or s.vector_weight + s.bm25_weight <= 0:

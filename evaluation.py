@@ -3,8 +3,10 @@
 `eval --beir DIR` indexes a BEIR corpus into a throwaway data folder (never the user's),
 ranks every judged query with the real Retriever, scores documents by their best chunk,
 and reports nDCG@10, Recall@10/100 and MRR@10 computed by ranx.
-`eval --qa FILE --docs DIR` indexes DIR the same way and checks whether the gold pages
-are among the pages of the top-k sources; `--answers` also generates and scores answers.
+`eval --qa FILE --docs DIR` indexes DIR the same way and checks, for each question, where
+the first passage from its gold file (and gold pages, lines or phrase, where given) stands
+among the top-k sources: hit@1, hit@k and MRR, overall and per file, so a folder of many
+documents is scored file by file. `--answers` also generates and scores answers.
 """
 
 from __future__ import annotations
@@ -254,48 +256,141 @@ def load_qa(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
+@dataclasses.dataclass(frozen=True)
+class GoldPlace:
+    """Where an answer stands: a file, and within it pages, a line range or a phrase when given.
+
+    The phrase (`text`) places an answer in a file that has neither pages nor lines, such as a DOCX.
+    """
+
+    source: str | None
+    pages: frozenset[int] = frozenset()
+    lines: tuple[int, int] | None = None
+    text: str | None = None
+
+    def holds(self, passage: Any) -> bool:
+        """A passage hits when it comes from the file and overlaps the pages or lines, and holds the phrase."""
+        if self.source is not None and passage.source != self.source:
+            return False
+        if self.pages and not self.pages & set(passage.pages):
+            return False
+        if self.lines is not None:
+            span = passage.lines
+            if span is None or span[1] < self.lines[0] or span[0] > self.lines[1]:
+                return False
+        return self.text is None or self.text.lower() in passage.text.lower()
+
+
+def is_answerable(item: dict[str, Any]) -> bool:
+    """An item names where its answer stands; "unanswerable" items name nothing."""
+    if item.get("kind") == "unanswerable":
+        return False
+    return any(item.get(key) for key in ("pages", "lines", "source", "file", "places"))
+
+
+def gold_places(item: dict[str, Any], default_source: str | None) -> list[GoldPlace]:
+    """An item's places: its `places` list (any one is a hit), or one place from its own fields.
+
+    A place's file is its `source` (or `file`), a path relative to the documents folder;
+    without one it is `default_source`: the one document a set like thinkpython/dev.jsonl is about.
+    """
+    def place(fields: dict[str, Any]) -> GoldPlace:
+        lines = fields.get("lines")
+        return GoldPlace(
+            source=fields.get("source") or fields.get("file") or default_source,
+            pages=frozenset(fields.get("pages") or ()),
+            lines=(int(lines[0]), int(lines[-1])) if lines else None,
+            text=fields.get("text"),
+        )
+
+    return [place(p) for p in item["places"]] if item.get("places") else [place(item)]
+
+
+def default_source_for(items: list[dict[str, Any]], sources: list[str], source_file: str | None, qa_name: str) -> str | None:
+    """The file that items naming no source are about: --source-file, else the folder's only document."""
+    if source_file:
+        if source_file not in sources:
+            raise ConfigError(f"--source-file {source_file} is not an indexed document of the folder (it has {len(sources)})")
+        return source_file
+    unnamed = [it for it in items if is_answerable(it) and not any(p.source for p in gold_places(it, None))]
+    if not unnamed or len(sources) == 1:
+        return sources[0] if len(sources) == 1 else None
+    raise ConfigError(
+        f"{len(unnamed)} questions in {qa_name} name no source file and the folder holds {len(sources)} documents: "
+        "pass --source-file NAME (the file they are about), or give each question a \"source\""
+    )
+
+
+def rank_of_first_hit(passages: list[Any], places: list[GoldPlace]) -> int | None:
+    return next((i for i, p in enumerate(passages, start=1) if any(place.holds(p) for place in places)), None)
+
+
+def retrieval_scores(ranks: list[int | None], k: int) -> dict[str, Any]:
+    """hit@1, hit@k and MRR of the 1-based ranks of each question's first right passage (None: not found)."""
+    n = max(1, len(ranks))
+    return {
+        "questions": len(ranks),
+        "hit@1": round(sum(r == 1 for r in ranks) / n, 4),
+        f"hit@{k}": round(sum(r is not None and r <= k for r in ranks) / n, 4),
+        "mrr": round(sum(1.0 / r for r in ranks if r) / n, 4),
+    }
+
+
+def score_retrieval(
+    rag: Any, items: list[dict[str, Any]], k: int = 5, mode: str | None = None, source_file: str | None = None, qa_name: str = "the QA file"
+) -> dict[str, Any]:
+    """Retrieve for every answerable item on an indexed RAGSystem; hit@1, hit@k, MRR overall and per gold file.
+
+    A question counts towards the file of its first place. The overall numbers are over all
+    questions, so a folder's big document weighs as much as its questions do.
+    """
+    answerable = [it for it in items if is_answerable(it)]
+    default = default_source_for(items, sorted(rag.indexer.manifest.files), source_file, qa_name)
+    latencies, rows = [], []
+    for it in answerable:
+        places = gold_places(it, default)
+        t = time.perf_counter()
+        passages = rag.retriever.retrieve(it["question"], k=k, mode=mode)
+        latencies.append((time.perf_counter() - t) * 1000)
+        rows.append({"id": it.get("id"), "source": places[0].source, "rank": rank_of_first_hit(passages, places)})
+    overall = retrieval_scores([r["rank"] for r in rows], k)
+    by_source = {
+        str(source): retrieval_scores([r["rank"] for r in rows if r["source"] == source], k)
+        for source in sorted({r["source"] for r in rows}, key=str)
+    }
+    out: dict[str, Any] = {
+        **{key: value for key, value in overall.items() if key != "questions"},
+        # the names before results were scored per file; a hit was then any passage on a gold page
+        "page_hit@1": overall["hit@1"], f"page_hit@{k}": overall[f"hit@{k}"], "page_mrr": overall["mrr"],
+        "items": len(items),
+        "answerable": len(answerable),
+        "by_source": by_source,
+        "query_ms_p50": round(percentile(latencies, 50), 2),
+        "misses": [r["id"] for r in rows if r["rank"] is None],
+    }
+    if k != 5:
+        out.setdefault("hit@5", out[f"hit@{k}"])
+        out.setdefault("page_hit@5", out[f"hit@{k}"])
+    return out
+
+
 def evaluate_qa(
     settings: Settings, qa_file: Path, docs_dir: Path, k: int = 5, answers: bool = False, mode: str | None = None,
-    limit: int | None = None, embedder: Any = None,
+    limit: int | None = None, embedder: Any = None, source_file: str | None = None,
 ) -> dict[str, Any]:
+    """Index the folder into a throwaway index, then score retrieval (and, with `answers`, the answers) on the QA file."""
     items = load_qa(qa_file)[: limit or None]
     if not docs_dir.is_dir():
         raise ConfigError(f"--docs {docs_dir} is not a folder")
-    answerable = [it for it in items if it.get("pages")]
-    unanswerable = [it for it in items if not it.get("pages")]
     with ThrowawayIndex(settings, docs_dir, embedder) as index:
         started = time.perf_counter()
         index.rag.index()
         index_s = time.perf_counter() - started
-        hit1 = hit5 = 0
-        rr = 0.0
-        latencies = []
-        per_item = []
-        for it in answerable:
-            t = time.perf_counter()
-            passages = index.rag.retriever.retrieve(it["question"], k=k, mode=mode)
-            latencies.append((time.perf_counter() - t) * 1000)
-            gold = set(it["pages"])
-            rank = next((i for i, p in enumerate(passages, start=1) if gold & set(p.pages)), None)
-            hit1 += rank == 1
-            hit5 += rank is not None and rank <= k
-            rr += 1.0 / rank if rank else 0.0
-            per_item.append({"id": it.get("id"), "rank": rank})
-        n = max(1, len(answerable))
-        out: dict[str, Any] = {
-            "page_hit@1": round(hit1 / n, 4),
-            f"page_hit@{k}": round(hit5 / n, 4),
-            "page_mrr": round(rr / n, 4),
-            "items": len(items),
-            "answerable": len(answerable),
-            "index_s": round(index_s, 2),
-            "query_ms_p50": round(percentile(latencies, 50), 2),
-            "misses": [p["id"] for p in per_item if p["rank"] is None],
-        }
-        if k != 5:
-            out.setdefault("page_hit@5", out[f"page_hit@{k}"])
+        out = score_retrieval(index.rag, items, k, mode, source_file, str(qa_file))
+        out["index_s"] = round(index_s, 2)
         if answers:
-            out.update(score_answers(index.rag, answerable, unanswerable, k))
+            answerable = [it for it in items if is_answerable(it)]
+            out.update(score_answers(index.rag, answerable, [it for it in items if not is_answerable(it)], k))
     return out
 
 
@@ -366,7 +461,7 @@ def _answer_row(rag: Any, item: dict[str, Any], k: int) -> dict[str, Any]:
 
     return {
         "id": item.get("id"),
-        "answerable": bool(item.get("pages")),
+        "answerable": is_answerable(item),
         "refused": refused,
         "kind": answer.kind,
         "contains": holds(answer.text),
@@ -387,7 +482,11 @@ def _answer_row(rag: Any, item: dict[str, Any], k: int) -> dict[str, Any]:
 def print_table(result: dict[str, Any]) -> None:
     width = max(len(k) for k in result)
     for key, value in result.items():
-        print(f"{key:<{width}}  {value}")
+        if key == "by_source":
+            for source, scores in value.items():
+                print(f"{'  ' + source:<{width}}  " + "  ".join(f"{name} {v}" for name, v in scores.items()))
+        else:
+            print(f"{key:<{width}}  {value}")
 
 
 def run_eval_command(settings: Settings, args: argparse.Namespace, embedder: Any = None) -> int:
@@ -399,7 +498,9 @@ def run_eval_command(settings: Settings, args: argparse.Namespace, embedder: Any
     else:
         if not getattr(args, "docs", None):
             raise ConfigError("eval --qa FILE needs --docs DIR: the folder holding the documents the questions are about")
-        result = evaluate_qa(settings, Path(args.qa), Path(args.docs), args.k, args.answers, args.mode, args.limit, embedder)
+        result = evaluate_qa(
+            settings, Path(args.qa), Path(args.docs), args.k, args.answers, args.mode, args.limit, embedder, getattr(args, "source_file", None)
+        )
     if args.json:
         print(json.dumps(result))
     else:

@@ -10,8 +10,10 @@ path counts twice, a light field weighting: a heading names what the section is 
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import math
 import re
 import sqlite3
 import threading
@@ -26,10 +28,19 @@ from errors import StoreError
 log = logging.getLogger(__name__)
 
 # Bump when tokenize() or index_text() changes: stored tokens are then rebuilt from the text.
-TOKENIZER_VERSION = 3
+TOKENIZER_VERSION = 4
 
 _WORD = re.compile(r"\w+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_SYMBOLS = re.compile(r"[^\w\s]+")
+_FLAG = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*")
+OPERATORS = frozenset(
+    "// ** % ^ == != <= >= += -= *= /= //= %= **= &= |= ^= <<= >>= << >> >>> -> := @=".split()
+)
+"""Punctuation-only tokens worth a search: the operators people ask about ("what does // do?").
+Single `+ - * / < > = | ~` are left out: hyphens, slashes, list markers, table rules and "about" use them;
+so is `%` after a digit, a percent sign (1,274 SciFact abstracts hold one)."""
+_ENCLOSING = "()[]{}'\"`“”‘’.,;:!?"
 
 
 def _stopwords() -> frozenset[str]:
@@ -43,6 +54,10 @@ def _stopwords() -> frozenset[str]:
 
 STOPWORDS = _stopwords()
 _stemmer_local = threading.local()
+ASKING_WORDS = "what which whom whose when where why how do does did can could should would shall may might must me my you your we our"
+"""Words that shape a question but name nothing in the answer. bm25s keeps them (its stop words are
+for text), so "What does setdefault do?" ranked pages holding "what" and "does" above the one
+naming setdefault. They are left out of queries only; "who", "I" and "us" stay (WHO, type I, US)."""
 
 
 def _stem(words: list[str]) -> list[str]:
@@ -62,8 +77,39 @@ def split_identifier(word: str) -> list[str]:
     return [p for p in parts if p]
 
 
+def symbol_tokens(text: str) -> list[str]:
+    """Operators and command-line flags, exactly as written: `//`, `**`, `==`, `--reindex`.
+
+    Words alone lose them (`\\w+` drops punctuation), yet a question naming one means that
+    place. A run of punctuation counts when, stripped of brackets, quotes and sentence
+    marks, it is an operator: not in a URL (`://`), `**` not as Markdown bold, `%` not as percent.
+    """
+    found = [m.group().lower() for m in _FLAG.finditer(text)]
+    for match in _SYMBOLS.finditer(text):
+        run = match.group()
+        if "://" in run:
+            continue
+        core = run.strip(_ENCLOSING)
+        if core not in OPERATORS:
+            continue
+        if core == "**" and _is_bold_marker(text, match.start(), match.end()):
+            continue
+        if core == "%" and match.start() > 0 and text[match.start() - 1].isdigit():
+            continue
+        found.append(core)
+    return found
+
+
+def _is_bold_marker(text: str, start: int, end: int) -> bool:
+    """`**bold**`: the run touches a word on one side only; `2**3`, `2 ** 3` and `f(**kwargs)` touch both or neither."""
+    before = start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_")
+    after = end < len(text) and (text[end].isalnum() or text[end] == "_")
+    return before != after
+
+
 def tokenize(text: str) -> list[str]:
-    """Lower-cased, stop-word-free, stemmed tokens; identifiers add their parts as well."""
+    """Lower-cased, stop-word-free, stemmed tokens; identifiers add their parts as well, and
+    operators and flags (symbol_tokens) are kept as written."""
     words: list[str] = []
     for match in _WORD.finditer(text):
         word = match.group()
@@ -76,7 +122,30 @@ def tokenize(text: str) -> list[str]:
                 continue
         words.append(lower)
     words = [w for w in words if w not in STOPWORDS and len(w) < 64]
-    return _stem(words) if words else []
+    return (_stem(words) if words else []) + symbol_tokens(text)
+
+
+def exact_terms(question: str) -> list[str]:
+    """The tokens of what a question names exactly: `snake_case` and `UPPER_CASE` names, operators, flags.
+
+    The embedding model reads `TOP_K` as "top", "_", "k" and `//` as nothing at all, so for
+    these only an exact match says which passage is meant. CamelCase is left out: in prose
+    it is mostly terms like mRNA, which are words, not names.
+    """
+    names = [m.group().lower().strip("_") for m in _WORD.finditer(question) if "_" in m.group().strip("_")]
+    return list(dict.fromkeys((_stem(names) if names else []) + symbol_tokens(question)))
+
+
+@functools.cache
+def _asking_tokens() -> frozenset[str]:
+    return frozenset(tokenize(ASKING_WORDS))
+
+
+def query_tokens(question: str) -> list[str]:
+    """The tokens a question is searched by: its tokens less the asking words; all of them if nothing else is left."""
+    tokens = tokenize(question)
+    content = [t for t in tokens if t not in _asking_tokens()]
+    return content or tokens
 
 
 def index_text(chunk: Chunk) -> str:
@@ -254,6 +323,19 @@ class KeywordIndex:
             out.update((cid, (source, index)) for cid, source, index in rows)
         return out
 
+    def terms_held(self, ids: list[str], terms: list[str]) -> dict[str, int]:
+        """How many of `terms` (tokens) each chunk holds; chunks holding none are left out."""
+        wanted = set(terms)
+        out: dict[str, int] = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            rows = self.db.execute(f"SELECT id, tokens FROM chunks WHERE id IN ({','.join('?' * len(part))})", part)
+            for cid, tokens in rows:
+                held = len(wanted.intersection(tokens.split()))
+                if held:
+                    out[cid] = held
+        return out
+
     def chunks_of_source(self, source: str) -> list[Chunk]:
         ids = [r[0] for r in self.db.execute("SELECT id FROM chunks WHERE source = ? ORDER BY chunk_index", (source,))]
         found = self.get_chunks(ids)
@@ -315,6 +397,22 @@ class KeywordIndex:
             log.warning("Could not save the BM25 index in %s: %s", folder, exc)
         log.debug("Rebuilt BM25 index over %d chunks", len(ids))
 
+    def idf(self, tokens: Iterable[str]) -> dict[str, float]:
+        """BM25's inverse document frequency (Lucene's form) of each token the index holds; unknown tokens are left out."""
+        with self._lock:
+            self._ensure_fresh()
+            model, n = self._bm25, len(self._ids)
+        if model is None:
+            return {}
+        indptr = model.scores["indptr"]
+        out: dict[str, float] = {}
+        for token in set(tokens):
+            tid = model.vocab_dict.get(token)
+            if tid is not None:
+                df = int(indptr[tid + 1] - indptr[tid])
+                out[token] = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        return out
+
     def search(self, query: str, k: int, where: dict[str, Any] | None = None) -> list[tuple[str, float]]:
         """The k best (chunk id, BM25 score) pairs for the query; only chunks with a score > 0."""
         with self._lock:
@@ -322,7 +420,7 @@ class KeywordIndex:
             model, ids, meta = self._bm25, self._ids, self._meta
         if model is None:
             return []
-        q = [t for t in tokenize(query) if t in model.vocab_dict]
+        q = [t for t in query_tokens(query) if t in model.vocab_dict]
         if not q:
             return []
         scores = np.asarray(model.get_scores(q), dtype=np.float32)

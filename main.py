@@ -73,7 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("eval", parents=[common], help="measure retrieval (BEIR) or answers (QA file)")
     ev.add_argument("--beir", metavar="DIR", help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv")
     ev.add_argument("--split", default="train", help="qrels split (train or test)")
-    ev.add_argument("--qa", metavar="FILE", help="QA file in the format of thinkpython/dev.jsonl")
+    ev.add_argument("--qa", metavar="FILE", help="QA file as thinkpython/dev.jsonl; a line may name its \"source\" file, \"lines\" or \"text\"")
+    ev.add_argument(
+        "--source-file", metavar="NAME", help="--qa: the document (relative to --docs) that questions naming no source are about"
+    )
     ev.add_argument("--k", type=int, default=5, help="sources per question for --qa")
     ev.add_argument("--answers", action="store_true", help="also generate and score answers (--qa)")
     ev.add_argument("--mode", choices=["hybrid", "vector", "bm25"], help="retrieval mode")
@@ -205,6 +208,8 @@ def cmd_ask(rag: RAGSystem, args: argparse.Namespace) -> int:
         return 1
     if answer.sub_questions:
         print(f"\nSearched in parts: {' | '.join(answer.sub_questions)}")
+    elif answer.focus:
+        print(f"\nSearched for (the most informative part of a long question): {answer.focus}")
     if answer.unsupported:
         print(f"\nNot supported by the sources ({len(answer.unsupported)} of {answer.sentences_checked} sentences):")
         for sentence in answer.unsupported:

@@ -39,19 +39,13 @@ log = logging.getLogger(__name__)
 
 
 class RAGSystem:
-    """docqa's API. Collaborators left out are made by their factories from the settings:
-    the embedder (embeddings.make_embedder), the LLM backend (llm_handler.make_llm_backend,
-    on first use) and the vector store (opened in the data folder, or a NullVectorStore
-    when the embedding model cannot run)."""
+    """docqa's API. Collaborators left out are made by their factories from the settings: the embedder
+    (embeddings.make_embedder), the LLM backend (llm_handler.make_llm_backend, on first use) and the
+    vector store (opened in the data folder, or a NullVectorStore when the embedding model cannot run)."""
 
     def __init__(
-        self,
-        settings: Settings,
-        *,
-        embedder: EmbeddingBackend | None = None,
-        llm: LLMBackend | None = None,
-        vectors: VectorStore | NullVectorStore | None = None,
-        lock: bool | LockMode = True,
+        self, settings: Settings, *, embedder: EmbeddingBackend | None = None, llm: LLMBackend | None = None,
+        vectors: VectorStore | NullVectorStore | None = None, lock: bool | LockMode = True,
     ) -> None:
         self.settings = settings
         ensure_writable(settings.db_dir)
@@ -147,6 +141,7 @@ class RAGSystem:
             yield from self._answer_summary(answer, summary, started)
             return
         search = self._standalone(answer, history or [])
+        search, answer.focus, answer.notice = self.retriever.focus(search)  # a long question: its most informative part
         answer.sub_questions = split_question(search, self.settings.multipart_min_chars)
         answer.passages = self.retriever.retrieve(search, k=k, where=where, parts=answer.sub_questions)
         answer.timings["retrieve_s"] = time.perf_counter() - started
@@ -250,7 +245,7 @@ class RAGSystem:
         A right claim cited to the wrong passage is kept: when nothing backs the answer as
         cited, it is checked again, uncited, against every passage and re-cited from that.
         """
-        from answer_verdict import NO_BACKING, add_missing_citations, judge, uncited
+        from answer_verdict import NO_BACKING, add_missing_citations, add_notice, judge, uncited
 
         texts, cited, labels = [p.text for p in answer.passages], answer.text, [p.label for p in answer.passages]
         verdict = judge(cited, grounding, texts, question, answer.tidied, labels)
@@ -264,7 +259,8 @@ class RAGSystem:
             answer.text = cited
             self._quotes_stand(answer, checks, verdict.reason)
         else:
-            answer.text, answer.notice = cited, f"Check this answer against the sources: {verdict.reason}."
+            answer.text = cited
+            add_notice(answer, f"Check this answer against the sources: {verdict.reason}.")
             answer.unsupported = answer.unsupported or claim_sentences(answer.text, [REFUSAL])
 
     def _quotes_stand(self, answer: Answer, checks: Any, reason: str) -> None:

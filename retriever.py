@@ -24,8 +24,9 @@ from answer_render import place
 from config import Settings
 from doc_types import Chunk, describe_location, printed_page
 from embeddings import EmbeddingBackend
-from keyword_index import KeywordIndex, tokenize
+from keyword_index import KeywordIndex, exact_terms, tokenize
 from name_search import definitions_first
+from question_focus import Focus, focus_question
 from vector_store import NullVectorStore, VectorStore
 
 log = logging.getLogger(__name__)
@@ -169,6 +170,29 @@ def add_neighbour_context(
     return out
 
 
+def exact_matches_first(
+    fused: list[tuple[str, float, dict[str, int]]], held: dict[str, int]
+) -> list[tuple[str, float, dict[str, int]]]:
+    """Chunks holding more of the question's exact terms (keyword_index.exact_terms) first, fused order within.
+
+    Vectors cannot see `TOP_K` or `//`, and a blend lets their guess outweigh BM25's exact
+    match: in a folder with Think Python, "What is TOP_K?" ranked book pages above the
+    settings table. A chunk naming the thing asked about outranks one that does not; its
+    score is raised by the best score per term held, so re-sorting by score keeps the order.
+    """
+    if not held:
+        return fused
+    top = max(score for _, score, _ in fused)
+    ordered = sorted(fused, key=lambda row: (-held.get(row[0], 0), -row[1]))
+    out = []
+    for rank, (cid, score, ranks) in enumerate(ordered, start=1):
+        if cid in held:
+            ranks = {**ranks, "exact": rank}
+            score += held[cid] * top
+        out.append((cid, score, ranks))
+    return out
+
+
 class Retriever:
     """Answers "which chunks fit this question" with vectors, BM25, or both fused."""
 
@@ -198,6 +222,9 @@ class Retriever:
             fused = score_blend(hits, weights)
         if s.neighbour_weight > 0 and len(fused) > 1:
             fused = add_neighbour_context(fused, self.keywords.positions([cid for cid, _, _ in fused]), s.neighbour_weight)
+        terms = exact_terms(question)
+        if terms and fused:
+            fused = exact_matches_first(fused, self.keywords.terms_held([cid for cid, _, _ in fused], terms))
         return fused
 
     def rare_terms(self, question: str) -> set[str]:
@@ -205,6 +232,10 @@ class Retriever:
         limit = self.settings.rare_term_max_chunks
         frequencies = self.keywords.chunk_frequencies(set(tokenize(question))) if limit > 0 else {}
         return {term for term, count in frequencies.items() if 0 < count <= limit}
+
+    def focus(self, question: str) -> Focus:
+        """What to search for a question: itself, or past QUESTION_MAX_CHARS its most informative part (question_focus.py)."""
+        return focus_question(question, self.settings.question_max_chars, self.keywords.idf)
 
     def retrieve(
         self, question: str, k: int | None = None, where: Where | None = None, mode: str | None = None, parts: list[str] | None = None

@@ -15,12 +15,22 @@ import pytest
 
 from conftest import SCIFACT, module_settings, rag_with, require
 from doc_types import Chunk
-from keyword_index import TOKENIZER_VERSION, KeywordIndex, index_text, split_identifier, tokenize
+from keyword_index import (
+    TOKENIZER_VERSION,
+    KeywordIndex,
+    exact_terms,
+    index_text,
+    query_tokens,
+    split_identifier,
+    symbol_tokens,
+    tokenize,
+)
 from rag_system import RAGSystem
 from retriever import (
     Passage,
     add_neighbour_context,
     cap_per_file,
+    exact_matches_first,
     merge_neighbours,
     reciprocal_rank_fusion,
     score_blend,
@@ -39,6 +49,50 @@ def test_tokens_keep_the_whole_identifier_and_its_parts():
     tokens = tokenize("def load_settings(overrides): return ChromaClient()")
     assert "load_set" in tokens  # the whole identifier, stemmed
     assert {"load", "set", "chroma", "client", "overrid"} <= set(tokens)
+
+
+def test_operators_and_flags_are_tokens_as_written():
+    assert symbol_tokens("hours = minutes // 60; x**2 if a == b else y % 3") == ["//", "**", "==", "%"]
+    assert symbol_tokens("run python main.py index --reindex") == ["--reindex"]
+    assert {"reindex", "--reindex", "//"} <= set(tokenize("floor division: 7 // 2, and index --reindex"))
+
+
+def test_urls_bold_text_and_percent_signs_are_not_operators():
+    assert symbol_tokens("see http://thinkpython2.com, **bold** text, 50% of cases, ==== rules ====") == []
+
+
+def test_a_question_about_an_operator_finds_the_text_that_uses_it(tmp_path):
+    index = KeywordIndex(tmp_path)
+    index.add_chunks([chunk("ops.md", 0, "Floor division, //, rounds down: 7 // 2 is 3."), chunk("div.md", 0, "Division rounds nothing down.")])
+    assert [cid for cid, _ in index.search("//", 5)] == ["ops.md:0"]
+
+
+def test_asking_words_are_left_out_of_queries_so_the_named_thing_counts(tmp_path):
+    assert query_tokens("What does setdefault do?") == ["setdefault"]
+    assert query_tokens("what do you do") == tokenize("what do you do")  # nothing else to search by
+    index = KeywordIndex(tmp_path)
+    index.add_chunks([
+        chunk("faq.md", 0, "What does it do? What does it cost? Why does it do that? How do we do it?"),
+        chunk("dict.md", 0, "The dictionary method setdefault inserts a key with a default value."),
+    ])
+    assert [cid for cid, _ in index.search("What does setdefault do?", 5)] == ["dict.md:0"]
+
+
+def test_exact_terms_are_names_operators_and_flags_not_words():
+    assert exact_terms("What is TOP_K, and does parse_config use //?") == ["top_k", "parse_config", "//"]
+    assert exact_terms("How do I use --reindex?") == ["--reindex"]
+    assert exact_terms("Does mRNA decay faster in 50% of cells?") == []  # camelCase and percent signs are prose here
+
+
+def test_chunks_holding_the_exact_name_asked_about_rank_first(tmp_path):
+    index = KeywordIndex(tmp_path)
+    index.add_chunks([chunk("book.md", 0, "The top k results"), chunk("config.docx", 0, "| TOP_K | 5 | Passages per question |")])
+    fused = [("book.md:0", 0.9, {"vector": 1}), ("config.docx:0", 0.3, {"bm25": 1}), ("other.md:0", 0.2, {"vector": 2})]
+    held = index.terms_held([cid for cid, _, _ in fused], exact_terms("What is TOP_K?"))
+    ranked = exact_matches_first(fused, held)
+    assert [cid for cid, _, _ in ranked] == ["config.docx:0", "book.md:0", "other.md:0"]
+    assert ranked[0][2] == {"bm25": 1, "exact": 1} and ranked[0][1] > ranked[1][1]  # re-sorting by score keeps the order
+    assert exact_matches_first(fused, {}) == fused
 
 
 def test_stop_words_are_dropped_and_words_stemmed():
