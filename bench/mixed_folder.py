@@ -15,7 +15,9 @@ overall and per gold file (hit@1, hit@5, MRR):
 The abstracts are a fixed selection: the judged ones of the first `--scifact-queries`
 train claims, then the corpus in file order up to `--abstracts`. `--alone` also scores
 the shipped and Think Python sets on a folder of their own documents only, for the
-side-by-side table in docs/retrieval-results.md.
+side-by-side table in docs/retrieval-results.md. `--junk` also scores the mixed folder with
+junk files beside the documents (a 5 MB line of one character, a base64 blob, a log of hex
+digests, a log repeating one line): the figures must not move when they are added.
 """
 
 from __future__ import annotations
@@ -64,6 +66,8 @@ def build_folder(out: Path, parts: set[str], n_abstracts: int, n_queries: int) -
                 shutil.copy(path, out / path.name)
     if "thinkpython" in parts:
         shutil.copy(THINKPYTHON_PDF, out / THINKPYTHON_PDF.name)
+    if "junk" in parts:
+        write_junk(out / "junk")
     items: list[dict[str, Any]] = []
     if "scifact" in parts:
         abstracts, items = scifact_selection(n_abstracts, n_queries)
@@ -73,6 +77,19 @@ def build_folder(out: Path, parts: set[str], n_abstracts: int, n_queries: int) -
             text = f"{d['title']}\n\n{d['text']}".strip() if d["title"] else d["text"]
             (folder / f"{doc_id}.txt").write_text(text + "\n", encoding="utf-8")
     return items
+
+
+def write_junk(folder: Path) -> None:
+    """The files a real folder holds beside its documents that no question is about."""
+    import base64
+    import random
+
+    rng = random.Random(20)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "long-line.md").write_text("x" * 5_000_000)
+    (folder / "blob.txt").write_text(base64.b64encode(rng.randbytes(300_000)).decode())
+    (folder / "digests.log").write_text("\n".join(rng.randbytes(32).hex() for _ in range(5000)))
+    (folder / "service.log").write_text("WARN retrying the connection to the backup server\n" * 20000)
 
 
 def score_folder(settings: Any, folder: Path, sets: dict[str, tuple[list[dict[str, Any]], str | None]], k: int) -> dict[str, Any]:
@@ -113,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--alone", action="store_true", help="also score the shipped and Think Python sets on their own folders")
     parser.add_argument("--json", action="store_true", help="end with one JSON line of every result")
+    parser.add_argument("--junk", action="store_true", help="also score the mixed folder with junk files added")
     args = parser.parse_args(argv)
 
     settings = load_settings()
@@ -121,6 +139,9 @@ def main(argv: list[str] | None = None) -> int:
     scifact_items = build_folder(args.out, {"shipped", "thinkpython", "scifact"}, args.abstracts, args.scifact_queries)
     sets = {"shipped": (shipped, None), "thinkpython": (thinkpython, THINKPYTHON_PDF.name), "scifact": (scifact_items, None)}
     results["mixed"] = score_folder(settings, args.out, sets, args.k)
+    if args.junk:
+        build_folder(args.out, {"shipped", "thinkpython", "scifact", "junk"}, args.abstracts, args.scifact_queries)
+        results["mixed_with_junk"] = score_folder(settings, args.out, sets, args.k)
     if args.alone:
         for name, items, source_file in (("shipped", shipped, None), ("thinkpython", thinkpython, THINKPYTHON_PDF.name)):
             build_folder(args.out, {name}, 0, 0)
