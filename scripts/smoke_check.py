@@ -34,7 +34,8 @@ def main() -> int:
         if crashed:
             print(
                 f"Smoke check: the embedded model crashed (signal {-proc.returncode}) on its first token. "
-                "llama-cpp-python was built with the wrong CPU flags: run `make clean-venv setup`.",
+                "llama-cpp-python was built for vector units this CPU cannot run: build it for any x86-64 CPU "
+                "with `make setup LLAMA_CPU=portable`.",
                 file=sys.stderr,
             )
         else:
