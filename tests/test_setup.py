@@ -183,8 +183,9 @@ def fake_checkout(tmp_path: Path) -> tuple[Path, dict[str, str]]:
         (bin_dir / tool).chmod(0o755)
     (tmp_path / ".venv" / "lib" / "python3.11" / "site-packages" / "llama_cpp_python-0.3.36.dist-info").mkdir(parents=True)
     (tmp_path / ".venv" / ".docqa-llama-flags").write_text(" ".join(cmake_args(cpu_flags())) + "\n")
-    environ = no_network(tmp_path, "/usr/local/bin:/usr/bin:/bin")
-    return tmp_path, environ
+    (tmp_path / "python").mkdir()
+    (tmp_path / "python" / "python3").symlink_to(Path(sys.executable).resolve())  # a real one, not a pyenv shim
+    return tmp_path, no_network(tmp_path, f"{tmp_path / 'python'}:/usr/local/bin:/usr/bin:/bin")
 
 
 def test_setup_announces_each_long_step_and_a_rerun_does_nothing_and_says_so(fake_checkout: tuple[Path, dict[str, str]]) -> None:
@@ -201,3 +202,28 @@ def test_setup_announces_each_long_step_and_a_rerun_does_nothing_and_says_so(fak
     again = subprocess.run(["make", "setup"], cwd=checkout, env=environ, capture_output=True, text=True, timeout=60)
     assert again.returncode == 0 and again.stdout.strip() == "docqa is set up (nothing to do)."
     assert time.perf_counter() - started < 5
+
+
+def test_the_llama_build_is_announced_and_stopped_before_it_starts_when_tools_are_missing(
+    fake_checkout: tuple[Path, dict[str, str]],
+) -> None:
+    checkout, environ = fake_checkout
+    shutil.rmtree(checkout / ".venv" / "lib")  # llama-cpp-python not installed, and no wheel in this HOME
+    tools = checkout / "tools"
+    tools.mkdir()
+    (tools / "python3").symlink_to(Path(sys.executable).resolve())  # a real one, not a pyenv shim
+    for name in ("make", "sh", "sha256sum", "cut", "cat", "mkdir", "rm", "touch", "test"):
+        if found := shutil.which(name):
+            (tools / name).symlink_to(found)
+    missing = subprocess.run(["make", "setup"], cwd=checkout, env={**environ, "PATH": str(tools)}, capture_output=True, text=True, timeout=60)
+    assert missing.returncode != 0
+    assert "C compiler" in missing.stderr and "CMake" in missing.stderr and "apt install build-essential cmake" in missing.stderr
+    assert "Building" not in missing.stdout and "fake pip" not in missing.stdout  # nothing started
+
+    for name in ("cc", "c++", "cmake"):  # stand-ins: the fake pip compiles nothing
+        (tools / name).symlink_to(shutil.which("true") or "/bin/true")
+    built = subprocess.run(["make", "setup"], cwd=checkout, env={**environ, "PATH": str(tools)}, capture_output=True, text=True, timeout=60)
+    assert built.returncode == 0, built.stdout + built.stderr
+    out = built.stdout
+    assert out.index("Pre-flight: C/C++ compilers and CMake") < out.index("about 10 minutes on 2 cores") < out.index("fake pip wheel")
+    assert out.index("fake pip wheel") < out.index("Installing llama-cpp-python") < out.index("Installing requirements.txt")
