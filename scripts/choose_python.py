@@ -53,12 +53,12 @@ def choose(override: str = "", path: str | None = None) -> str:
         return found
     without_venv = []
     for name in PREFERENCE:
-        found = shutil.which(name, path=path)
-        probed = probe(found) if found else None
-        if probed is None or probed[0] not in SUPPORTED:
+        candidate = shutil.which(name, path=path)
+        probed = probe(candidate) if candidate else None
+        if candidate is None or probed is None or probed[0] not in SUPPORTED:
             continue
         if probed[1]:
-            return found  # type: ignore[return-value]
+            return candidate
         without_venv.append(f"python{probed[0][0]}.{probed[0][1]}")
     if without_venv:
         raise NoPythonError(
