@@ -1,6 +1,6 @@
 """Pre-flight check for `make setup`: everything the long steps need, reported at once, before any starts.
 
-    python3 scripts/preflight.py --llama-step build|install|installed [--venv .venv] [--model-cache DIR]
+    python3 scripts/preflight.py --llama-step build|install|installed [--venv .venv] [--python PYTHON] [--model-cache DIR]
 
 checks a Python to build the venv with (when there is no venv yet), a C and a C++ compiler and
 CMake (only when llama.cpp will be compiled: `--llama-step build`, see llama_flags.py), free
