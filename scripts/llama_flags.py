@@ -11,8 +11,15 @@ the matrix work they speed up. So the build names the units this CPU has, from
     python3 scripts/llama_flags.py [auto|portable]
 
 prints the flags; `portable` (make setup LLAMA_CPU=portable) gives the build for any x86-64
-CPU, and a CPU this cannot read (not Linux, not x86) gets it too. Standard library only:
-it runs before the virtual environment exists.
+CPU, and a CPU this cannot read (not Linux, not x86) gets it too. On Apple Silicon the flags
+are empty: llama-cpp-python's default there is the Metal build it recommends, and no x86
+option (AMX included) means anything to it.
+
+    python3 scripts/llama_flags.py step VERSION WHEEL_DIR FLAGS_STAMP [FLAGS...]
+
+prints what set-up must do for llama-cpp-python VERSION built with FLAGS: `installed`,
+`install` (a wheel built with them is in WHEEL_DIR) or `build`. Standard library only: it
+runs before the virtual environment exists.
 """
 
 from __future__ import annotations
@@ -43,9 +50,12 @@ def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str]:
     return set()
 
 
-def cmake_args(flags: set[str], mode: str = "auto") -> list[str]:
-    """The flags for a CPU with these features: portable unless it has AVX2 and FMA, never AMX."""
-    if mode == "portable" or platform.machine().lower() not in ("x86_64", "amd64") or not {"avx2", "fma", "f16c"} <= flags:
+def cmake_args(flags: set[str], mode: str = "auto", *, system: str = "", machine: str = "") -> list[str]:
+    """The flags for a CPU with these features: portable unless it has AVX2 and FMA, never AMX; none on Apple Silicon."""
+    system, machine = system or platform.system(), (machine or platform.machine()).lower()
+    if system == "Darwin" and machine == "arm64":
+        return []
+    if mode == "portable" or machine not in ("x86_64", "amd64") or not {"avx2", "fma", "f16c"} <= flags:
         return list(PORTABLE)
     args = PORTABLE + AVX2
     for needed, options in UNITS:
@@ -54,7 +64,26 @@ def cmake_args(flags: set[str], mode: str = "auto") -> list[str]:
     return args
 
 
+def llama_step(version: str, flags: str, wheel_dir: Path, flags_stamp: Path) -> str:
+    """`installed` when VERSION built with FLAGS is in the venv, `install` when such a wheel is cached, else `build`.
+
+    The venv is the folder holding FLAGS_STAMP, written only after an install with these flags.
+    """
+    venv = flags_stamp.parent
+    has_version = any(venv.glob(f"lib/python3*/site-packages/llama_cpp_python-{version}.dist-info"))
+    try:
+        same_flags = flags_stamp.read_text().strip() == flags.strip()
+    except OSError:
+        same_flags = False
+    if has_version and same_flags:
+        return "installed"
+    return "install" if any(wheel_dir.glob("llama_cpp_python-*.whl")) else "build"
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["step"] and len(sys.argv) >= 5:
+        print(llama_step(sys.argv[2], " ".join(sys.argv[5:]), Path(sys.argv[3]), Path(sys.argv[4])))
+        sys.exit(0)
     mode = sys.argv[1] if len(sys.argv) > 1 else "auto"
     if mode not in ("auto", "portable"):
         sys.exit(f"LLAMA_CPU must be auto or portable, not {mode!r}")
