@@ -272,6 +272,25 @@ def test_previous_answer_repeated_word_for_word_is_not_shown_as_the_new_answer(o
     assert before not in answer.text and answer.quotes, "the quotes for this question stand instead"
 
 
+def test_repeated_previous_answer_is_flagged_in_keyword_only_mode(docs_home: Path, embedder: Any, ollama: OllamaStandin) -> None:
+    """Without the embedding model there are no quotes to stand in: the user is told instead."""
+    from rag_system import RAGSystem
+    from vector_store import NullVectorStore
+
+    before = "You create a list by putting its elements in square brackets [1]."
+    history = [{"role": "user", "content": "How do I create a list in Python?"}, {"role": "assistant", "content": before}]
+    standin_answers(ollama, [before])
+    settings = rag_settings(docs_home, db_dir=docs_home / "data-keywords", llm_backend="ollama", ollama_host=ollama.url)
+    rag = RAGSystem(settings, embedder=embedder, vectors=NullVectorStore())
+    try:
+        rag.index()
+        answer = rag.ask("and what happens if I sort it?", history=history)
+    finally:
+        rag.close()
+
+    assert answer.passages and "repeated its earlier answer" in (answer.notice or "")
+
+
 def test_standalone_question_is_not_rewritten(ollama_rag: Any, ollama: OllamaStandin) -> None:
     standin_answers(ollama, ["A tuple is an immutable sequence of values [1]."])
 
