@@ -43,6 +43,24 @@ def repeats_from(text: str) -> int | None:
     return None
 
 
+REPEATED_EARLIER = "earlier answer repeated"
+"""What `tidied` says when the answer is a previous answer again (answer_verdict.judge sets it aside)."""
+REPEAT_SHARE = 0.8
+"""This share of an answer's text in sentences of an earlier answer makes it that answer again."""
+
+
+def repeats_earlier(text: str, earlier: list[str]) -> bool:
+    """Whether `text` is an earlier answer of the chat again, sentence for sentence.
+
+    Small models given the history copy their last answer for a follow-up ("and what
+    happens if I delete it?"); shown as new, it looks like an answer to the new question.
+    """
+    seen = {_key(s) for answer in earlier for s in split_sentences(answer)}
+    keys = [k for k in (_key(s) for s in split_sentences(text)) if len(k) >= 12]
+    total = sum(len(k) for k in keys)
+    return total > 0 and sum(len(k) for k in keys if k in seen) >= REPEAT_SHARE * total
+
+
 def drop_repeats(text: str) -> tuple[str, bool]:
     cut = repeats_from(text)
     return (text, False) if cut is None else (text[:cut].rstrip(), True)

@@ -8,8 +8,10 @@ create a tuple?". Two ways, combined:
   "most like"); one that points back ("why is it immutable?") gets the previous question's
   key words added;
 - the LLM, asked with a tight prompt and few tokens. Its output is used only when it reads
-  as a question that keeps the follow-up's own words; otherwise (empty, chatty, copied
-  context, too long: what the packaged 135M model often writes) the rule's result is used.
+  as a question that keeps the follow-up's own words and a word of the earlier question
+  besides them (its subject), and adds no word that neither the conversation nor the
+  follow-up holds; otherwise (empty, chatty, copied context, too long, a subject of its own:
+  what the packaged small models often write) the rule's result is used.
 
 History sent to the model is bounded by turns and by an estimate of tokens.
 """
@@ -33,6 +35,9 @@ Message = dict[str, str]
 
 CHARS_PER_TOKEN = 4
 """Token estimate for bounding history: tokenizers differ by backend, and a bound needs no precision."""
+HISTORY_ANSWER_CHARS = 300
+"""Earlier answers reach the model cut to about this many characters: enough to say what "it" was,
+too little to copy as the next answer (small models repeat their last answer word for word)."""
 
 _LEAD = re.compile(
     r"^\s*(?:(?:and|but|so|also|then|ok(?:ay)?|now)\b[,\s]*)*"
@@ -156,8 +161,13 @@ def rewrite_messages(question: str, history: list[Message]) -> list[Message]:
     return [{"role": "system", "content": REWRITE_PROMPT}, {"role": "user", "content": user}]
 
 
-def clean_rewrite(output: str, question: str, previous: str) -> str | None:
-    """The model's rewrite if it reads as a usable standalone question, else None."""
+def clean_rewrite(output: str, question: str, previous: str, history: list[Message] | None = None) -> str | None:
+    """The model's rewrite if it reads as a usable standalone question, else None.
+
+    A rewrite may only use words the conversation or the question already hold: one that
+    brings its own ("sudo netconfig" for "and how do I change it?" after a question about
+    the port) has changed the subject, and its search finds nothing the user asked about.
+    """
     lines = [line.strip() for line in output.strip().splitlines() if line.strip()]
     if not lines:
         return None
@@ -173,10 +183,13 @@ def clean_rewrite(output: str, question: str, previous: str) -> str | None:
     before = content_terms(previous)
     if own and not own <= got:
         return None  # it lost the follow-up's own words
-    if before and not (before & got) and not new_topic(question):
-        return None  # it did not bring the earlier topic along (a new topic may replace it)
+    if before - own and not (before - own) & got:
+        return None  # it dropped the earlier question's subject ("What about markdown files?" alone)
     if got <= before and own - before:
         return None  # it repeated the previous question
+    said = content_terms(" ".join([question, previous, *(m.get("content", "") for m in history or [])]))
+    if got - said:
+        return None  # it brought words of its own: a new subject, not this conversation's
     return text if text.endswith("?") else text.rstrip(".!") + "?"
 
 
@@ -194,7 +207,7 @@ def make_standalone(question: str, history: list[Message], llm: Any | None, embe
         except LLMError as exc:
             log.info("Follow-up rewrite by the model failed (%s); using the word rule", exc)
         else:
-            cleaned = clean_rewrite(output, question, previous)
+            cleaned = clean_rewrite(output, question, previous, history)
             if cleaned:
                 return Rewrite(cleaned, "llm")
             log.info("Follow-up rewrite by the model unusable (%r); using the word rule", output[:120])
@@ -222,7 +235,8 @@ def history_after(history: list[Message], question: str, answer: str, failed: bo
 
 
 def bounded_history(history: list[Message] | None, max_turns: int, max_tokens: int) -> list[Message]:
-    """The most recent turns that fit both bounds, oldest first; always whole user/assistant pairs."""
+    """The most recent turns that fit both bounds, oldest first; always whole user/assistant pairs,
+    each earlier answer shortened (HISTORY_ANSWER_CHARS)."""
     if not history or max_turns <= 0 or max_tokens <= 0:
         return []
     clean = []
@@ -230,6 +244,7 @@ def bounded_history(history: list[Message] | None, max_turns: int, max_tokens: i
         content = str(m.get("content") or "").strip()
         if m.get("role") == "assistant":
             content = _OLD_CITATION.sub("", content).strip()  # its numbers pointed at other passages
+            content = _shorten(content, HISTORY_ANSWER_CHARS)
         if m.get("role") in ("user", "assistant") and content:
             clean.append({"role": m["role"], "content": content})
     pairs: list[list[Message]] = []

@@ -302,9 +302,9 @@ class RAGSystem:
         return [messages[0], *turns, *messages[1:]]
 
     def _generate(self, answer: Answer, question: str, history: list[dict[str, str]], started: float, checks: Any = None) -> Iterator[Answer]:
-        """Stream the model's answer into `answer`, tidied (answer_tidy.py); an LLM failure becomes a note."""
-        from answer_tidy import tidy_answer
-        from answer_verdict import model_hint
+        """Stream the model's answer into `answer`, tidied (answer_tidy.py), an earlier answer copied marked; an LLM failure becomes a note."""
+        from answer_tidy import REPEATED_EARLIER, repeats_earlier, tidy_answer
+        from answer_verdict import add_notice, model_hint
 
         messages = self._answer_messages(question, answer.passages, history, checks)
         answer.timings["prompt_chars"] = float(sum(len(m["content"]) for m in messages))
@@ -312,6 +312,10 @@ class RAGSystem:
         if answer.error:
             return
         answer.text, tidied = tidy_answer(answer.text, question, [p.text for p in answer.passages], hit_limit)
+        if repeats_earlier(answer.text, [m.get("content", "") for m in history if m.get("role") == "assistant"]):
+            tidied.append(REPEATED_EARLIER)  # the last answer copied for a follow-up: set aside in _judge,
+            if checks is None:  # which needs the embedding model; without it, the user is told
+                add_notice(answer, "The model repeated its earlier answer: it may not answer this question.")
         if tidied:
             log.info("Answer tidied: %s", ", ".join(tidied))
         answer.tidied = tidied

@@ -16,7 +16,14 @@ import pytest
 
 from config import Settings, load_settings
 from conftest import module_settings, rag_with
-from conversation import bounded_history, clean_rewrite, looks_like_follow_up, make_standalone, rewrite_by_rule
+from conversation import (
+    HISTORY_ANSWER_CHARS,
+    bounded_history,
+    clean_rewrite,
+    looks_like_follow_up,
+    make_standalone,
+    rewrite_by_rule,
+)
 from ollama_standin import OllamaStandin
 
 LISTS = """# Lists
@@ -154,11 +161,30 @@ def test_model_rewrite_is_kept_only_when_it_reads_as_the_standalone_question() -
         "",
         "Use square brackets, e.g. [1, 2, 3] (list)",  # answered instead, and lost "tuples"
         "How do I create a list in Python?",  # repeated the previous question
+        "What about tuples?",  # lost the earlier question's subject
         "User: and what about tuples? Assistant: tuples are",  # copied the conversation
         "Tuples " + "and more tuples " * 40,  # rambled on
     ]
     for output in garbled:
         assert clean_rewrite(output, "and what about tuples?", previous) is None, output
+
+
+def test_model_rewrite_bringing_words_of_its_own_is_rejected() -> None:
+    """Issue 15: "and how do I change it?" after the port came back as "sudo netconfig…"."""
+    previous = "What port does the web interface use?"
+    history = [{"role": "user", "content": previous}, {"role": "assistant", "content": "Port 7860 [1]."}]
+    assert clean_rewrite("How do I change the port with sudo netconfig?", "and how do I change it?", previous, history) is None
+    assert clean_rewrite("How do I change the port of the web interface?", "and how do I change it?", previous, history) == (
+        "How do I change the port of the web interface?"
+    )
+    assert clean_rewrite("How do I change port 7860?", "and how do I change it?", previous, history), "the answer's words may be used"
+
+
+def test_earlier_answers_reach_the_model_shortened() -> None:
+    history = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "A long answer. " * 100}]
+    kept = bounded_history(history, max_turns=3, max_tokens=10_000)
+    assert kept[0]["content"] == "q", "questions are kept whole"
+    assert len(kept[1]["content"]) <= HISTORY_ANSWER_CHARS and kept[1]["content"].endswith("…")
 
 
 def test_history_keeps_the_latest_whole_turns_within_both_bounds() -> None:
@@ -221,6 +247,48 @@ def test_garbled_model_rewrite_falls_back_to_the_word_rule(ollama_rag: Any, olla
 
     assert answer.standalone_question == "How do I create a tuples in Python?"
     assert answer.passages[0].source == "tuples.md"
+
+
+def test_model_rewrite_with_a_new_subject_falls_back_to_the_rule_and_keeps_the_subject(ollama_rag: Any, ollama: OllamaStandin) -> None:
+    standin_answers(ollama, ["How do I sort a list with sudo netconfig?"])
+
+    answer = ollama_rag.ask("and how do I sort it?", history=HISTORY)
+
+    assert answer.standalone_question and "netconfig" not in answer.standalone_question
+    assert "list" in answer.standalone_question.lower() and "sort" in answer.standalone_question.lower()
+    assert answer.passages[0].source == "lists.md"
+
+
+def test_previous_answer_repeated_word_for_word_is_not_shown_as_the_new_answer(ollama_rag: Any, ollama: OllamaStandin) -> None:
+    """Issue 15: "and what happens if I delete it?" got the previous answer again."""
+    before = "You create a list by putting its elements in square brackets [1]."
+    history = [{"role": "user", "content": "How do I create a list in Python?"}, {"role": "assistant", "content": before}]
+    standin_answers(ollama, [before])  # the stand-in writes it for the rewrite (rejected: it cites) and the answer
+
+    answer = ollama_rag.ask("and what happens if I sort it?", history=history)
+
+    assert answer.done and not answer.error, answer.error
+    assert answer.set_aside == before and "repeated its earlier answer" in (answer.notice or "")
+    assert before not in answer.text and answer.quotes, "the quotes for this question stand instead"
+
+
+def test_repeated_previous_answer_is_flagged_in_keyword_only_mode(docs_home: Path, embedder: Any, ollama: OllamaStandin) -> None:
+    """Without the embedding model there are no quotes to stand in: the user is told instead."""
+    from rag_system import RAGSystem
+    from vector_store import NullVectorStore
+
+    before = "You create a list by putting its elements in square brackets [1]."
+    history = [{"role": "user", "content": "How do I create a list in Python?"}, {"role": "assistant", "content": before}]
+    standin_answers(ollama, [before])
+    settings = rag_settings(docs_home, db_dir=docs_home / "data-keywords", llm_backend="ollama", ollama_host=ollama.url)
+    rag = RAGSystem(settings, embedder=embedder, vectors=NullVectorStore())
+    try:
+        rag.index()
+        answer = rag.ask("and what happens if I sort it?", history=history)
+    finally:
+        rag.close()
+
+    assert answer.passages and "repeated its earlier answer" in (answer.notice or "")
 
 
 def test_standalone_question_is_not_rewritten(ollama_rag: Any, ollama: OllamaStandin) -> None:
