@@ -714,11 +714,8 @@ def test_a_wrong_model_answer_is_set_aside_for_the_quotes_with_a_notice(browser,
     with OllamaStandin(pieces=["The default chunk size is ", "1024 bytes [1]."]) as ollama:
         env = {**server_env(tmp, docs, port), "LLM_BACKEND": "ollama", "OLLAMA_HOST": ollama.url}
         with running([sys.executable, "main.py", "serve"], url, tmp / "server.log", env, ROOT, SERVER_START_S):
-            context = browser.new_context(viewport={"width": 1280, "height": 900})
-            page = context.new_page()
-            page.set_default_timeout(60_000)
-            page.goto(url)
-            page.locator("#docqa-chat").wait_for()
+            page = open_page(browser, url)
+            context = page.context
             ask(page, "What is the default chunk size?")
             bot = page.locator("#docqa-chat [data-testid='bot']").first
             bot.filter(has_text="— ollama:").wait_for(timeout=ANSWER_TIMEOUT_MS)
@@ -844,11 +841,8 @@ def test_a_code_answer_shows_its_code_as_written_and_docqa_markup_outside_it(bro
     with OllamaStandin(pieces=["A Python list is written in square brackets:\n\n", f"```python\n{code}\n```"]) as ollama:
         env = {**server_env(tmp, docs, port), "LLM_BACKEND": "ollama", "OLLAMA_HOST": ollama.url}
         with running([sys.executable, "main.py", "serve"], url, tmp / "server.log", env, ROOT, SERVER_START_S):
-            context = browser.new_context(viewport={"width": 1280, "height": 900})
-            page = context.new_page()
-            page.set_default_timeout(60_000)
-            page.goto(url)
-            page.locator("#docqa-chat").wait_for()
+            page = open_page(browser, url)
+            context = page.context
             ask(page, "How is a Python list written?")
             bot = page.locator("#docqa-chat [data-testid='bot']").first
             bot.filter(has_text="— ollama:").wait_for(timeout=ANSWER_TIMEOUT_MS)
