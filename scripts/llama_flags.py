@@ -28,8 +28,8 @@ import platform
 import sys
 from pathlib import Path
 
-PORTABLE = ["-DGGML_NATIVE=OFF", "-DGGML_AMX_INT8=OFF", "-DGGML_AMX_TILE=OFF", "-DGGML_AMX_BF16=OFF"]
-AVX2 = ["-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON"]
+PORTABLE = ["-DGGML_NATIVE=OFF", "-DGGML_AMX_INT8=OFF", "-DGGML_AMX_TILE=OFF"]
+AVX2 = ["-DGGML_AMX_BF16=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON"]
 UNITS = [  # (flags /proc/cpuinfo must list, the CMake options they allow), in a fixed order
     ({"avx_vnni"}, ["-DGGML_AVX_VNNI=ON"]),
     ({"avx512f", "avx512bw", "avx512dq", "avx512vl"}, ["-DGGML_AVX512=ON"]),
