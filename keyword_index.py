@@ -399,19 +399,10 @@ class KeywordIndex:
 
     def idf(self, tokens: Iterable[str]) -> dict[str, float]:
         """BM25's inverse document frequency (Lucene's form) of each token the index holds; unknown tokens are left out."""
+        frequencies = self.chunk_frequencies(set(tokens))
         with self._lock:
-            self._ensure_fresh()
-            model, n = self._bm25, len(self._ids)
-        if model is None:
-            return {}
-        indptr = model.scores["indptr"]
-        out: dict[str, float] = {}
-        for token in set(tokens):
-            tid = model.vocab_dict.get(token)
-            if tid is not None:
-                df = int(indptr[tid + 1] - indptr[tid])
-                out[token] = math.log(1 + (n - df + 0.5) / (df + 0.5))
-        return out
+            n = len(self._ids)
+        return {t: math.log(1 + (n - df + 0.5) / (df + 0.5)) for t, df in frequencies.items() if df > 0}
 
     def search(self, query: str, k: int, where: dict[str, Any] | None = None) -> list[tuple[str, float]]:
         """The k best (chunk id, BM25 score) pairs for the query; only chunks with a score > 0."""

@@ -143,7 +143,8 @@ class RAGSystem:
         search = self._standalone(answer, history or [])
         search, answer.focus, answer.notice = self.retriever.focus(search)  # a long question: its most informative part
         answer.sub_questions = split_question(search, self.settings.multipart_min_chars)
-        answer.passages = self.retriever.retrieve(search, k=k, where=where, parts=answer.sub_questions)
+        rare = self.retriever.rare_terms(search)  # names few chunks hold: retrieval and the relevance gate trust them
+        answer.passages = self.retriever.retrieve(search, k=k, where=where, parts=answer.sub_questions, rare=rare)
         answer.timings["retrieve_s"] = time.perf_counter() - started
         yield answer
         if not answer.passages:
@@ -151,7 +152,7 @@ class RAGSystem:
             answer.kind, answer.refused = "refusal", True
             yield self._finish(answer, started)
             return
-        checks = self._prepare_checks(answer, search)
+        checks = self._prepare_checks(answer, search, rare)
         if checks and not answer.relevance.get("relevant", True):
             answer.kind, answer.refused = "refusal", True
             answer.text = refusal_text(answer.passages)
@@ -215,7 +216,7 @@ class RAGSystem:
         answer.standalone_question = rewrite.question
         return rewrite.question
 
-    def _prepare_checks(self, answer: Answer, question: str) -> Any:
+    def _prepare_checks(self, answer: Answer, question: str, rare: set[str]) -> Any:
         """Embed the passages' sentences and judge relevance; None when the embedding model is unavailable."""
         import numpy as np
 
@@ -230,7 +231,7 @@ class RAGSystem:
         except EmbeddingError as exc:
             log.warning("Relevance and grounding checks skipped: %s", exc)
             return None
-        relevance = assess_relevance(question_vector, question, sentences, self.settings, self.retriever.rare_terms(question))
+        relevance = assess_relevance(question_vector, question, sentences, self.settings, rare)
         answer.relevance = {"similarity": relevance.similarity, "overlap": relevance.overlap, "relevant": relevance.relevant}
         answer.timings["relevance_s"] = time.perf_counter() - t
         return sentences, question_vector, sentence_scores(sentences, question_vector, question)

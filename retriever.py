@@ -238,14 +238,21 @@ class Retriever:
         return focus_question(question, self.settings.question_max_chars, self.keywords.idf)
 
     def retrieve(
-        self, question: str, k: int | None = None, where: Where | None = None, mode: str | None = None, parts: list[str] | None = None
+        self,
+        question: str,
+        k: int | None = None,
+        where: Where | None = None,
+        mode: str | None = None,
+        parts: list[str] | None = None,
+        rare: set[str] | None = None,
     ) -> list[Passage]:
         """The passages for the prompt: fused, capped per file, neighbours merged, best first.
 
         `parts` are the parts of a multi-part question (question_intent.split_question); each
         adds its best passage when the whole question missed it. The whole question keeps its
         k passages: on Think Python, giving parts slots of their own, or fusing their rankings
-        evenly with it, pushed out passages the question found.
+        evenly with it, pushed out passages the question found. `rare` is `rare_terms(question)`
+        when the caller already has it (the relevance gate uses it too).
         """
         started = time.perf_counter()
         k = k or self.settings.top_k
@@ -254,7 +261,7 @@ class Retriever:
         if parts:
             ranked, count = self._add_parts(ranked, parts, k, mode, where)
         chunks = self.keywords.get_chunks([cid for cid, _, _ in ranked[: max(count * 4, 20)]])
-        ranked = keep_rare_match(ranked, chunks, self.rare_terms(question), count)
+        ranked = keep_rare_match(ranked, chunks, self.rare_terms(question) if rare is None else rare, count)
         candidates = [Passage([chunks[cid]], score, found) for cid, score, found in ranked if cid in chunks]
         candidates = definitions_first(question, candidates)  # a question naming a function gets its definition first
         chosen = cap_per_file(candidates, count, self.settings.max_chunks_per_file)

@@ -11,6 +11,7 @@ network to go idle. Set DOCQA_UPDATE_SCREENSHOT=1 to refresh docs/screenshot.png
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -698,34 +699,41 @@ def test_config_command_hides_the_password(make_settings):
     assert rows["DOCQA_AUTH"] == "********"
 
 
+@contextlib.contextmanager
+def standin_server(tmp: Path, docs: Path, pieces: list[str], piece_delay_s: float = 0.0, **env: str) -> Iterator[str]:
+    """`python main.py serve` over `docs`, answering through the Ollama stand-in with `pieces`; yields its URL."""
+    from ollama_standin import OllamaStandin
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    with OllamaStandin(pieces=pieces, piece_delay_s=piece_delay_s) as ollama:
+        full_env = {**server_env(tmp, docs, port), "LLM_BACKEND": "ollama", "OLLAMA_HOST": ollama.url, **env}
+        with running([sys.executable, "main.py", "serve"], url, tmp / "server.log", full_env, ROOT, SERVER_START_S):
+            yield url
+
+
 @pytest.mark.browser
 @pytest.mark.slow
 def test_a_wrong_model_answer_is_set_aside_for_the_quotes_with_a_notice(browser, tmp_path_factory):
     """Ollama (the stand-in) answers with a changed number: the quote stands, the notice says why."""
     from playwright.sync_api import expect
 
-    from ollama_standin import OllamaStandin
-
     tmp = tmp_path_factory.mktemp("set_aside")
     docs = tmp / "documents"
     shutil.copytree(ROOT / "documents", docs)
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/"
-    with OllamaStandin(pieces=["The default chunk size is ", "1024 bytes [1]."]) as ollama:
-        env = {**server_env(tmp, docs, port), "LLM_BACKEND": "ollama", "OLLAMA_HOST": ollama.url}
-        with running([sys.executable, "main.py", "serve"], url, tmp / "server.log", env, ROOT, SERVER_START_S):
-            page = open_page(browser, url)
-            context = page.context
-            ask(page, "What is the default chunk size?")
-            bot = page.locator("#docqa-chat [data-testid='bot']").first
-            bot.filter(has_text="— ollama:").wait_for(timeout=ANSWER_TIMEOUT_MS)
-            expect(bot).to_contain_text("The model's answer was set aside")
-            expect(bot).to_contain_text("1000")
-            assert "1024 bytes" not in bot.inner_text(), "the wrong answer is not shown as the answer"
-            expect(bot).not_to_contain_text("Underlined sentences"), "verbatim quotes are never marked unsupported"
-            bot.get_by_text("Show the model's answer").click()
-            expect(bot).to_contain_text("1024 bytes")
-            context.close()
+    with standin_server(tmp, docs, ["The default chunk size is ", "1024 bytes [1]."]) as url:
+        page = open_page(browser, url)
+        context = page.context
+        ask(page, "What is the default chunk size?")
+        bot = page.locator("#docqa-chat [data-testid='bot']").first
+        bot.filter(has_text="— ollama:").wait_for(timeout=ANSWER_TIMEOUT_MS)
+        expect(bot).to_contain_text("The model's answer was set aside")
+        expect(bot).to_contain_text("1000")
+        assert "1024 bytes" not in bot.inner_text(), "the wrong answer is not shown as the answer"
+        expect(bot).not_to_contain_text("Underlined sentences"), "verbatim quotes are never marked unsupported"
+        bot.get_by_text("Show the model's answer").click()
+        expect(bot).to_contain_text("1024 bytes")
+        context.close()
 
 
 # ---------------------------------------------------------------- a slow model, one answer at a time
@@ -737,20 +745,14 @@ SLOW_PIECE_S = 1.5
 @pytest.fixture(scope="module")
 def slow_server(tmp_path_factory) -> Iterator[SimpleNamespace]:
     """`python main.py serve` answering one question at a time (UI_CONCURRENCY=1) with a slow Ollama stand-in."""
-    from ollama_standin import OllamaStandin
-
     tmp = tmp_path_factory.mktemp("slow")
     docs = tmp / "documents"
     shutil.copytree(ROOT / "documents", docs)
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/"
-    with OllamaStandin(pieces=SLOW_PIECES, piece_delay_s=SLOW_PIECE_S) as ollama:
-        env = {**server_env(tmp, docs, port), "LLM_BACKEND": "ollama", "OLLAMA_HOST": ollama.url, "UI_CONCURRENCY": "1"}
-        try:
-            with running([sys.executable, "main.py", "serve"], url, tmp / "server.log", env, ROOT, SERVER_START_S):
-                yield SimpleNamespace(url=url, docs=docs)
-        except ServerDidNotStart as exc:
-            pytest.fail(str(exc))
+    try:
+        with standin_server(tmp, docs, SLOW_PIECES, SLOW_PIECE_S, UI_CONCURRENCY="1") as url:
+            yield SimpleNamespace(url=url, docs=docs)
+    except ServerDidNotStart as exc:
+        pytest.fail(str(exc))
 
 
 def open_page(browser: Any, url: str) -> Any:
@@ -825,8 +827,6 @@ def test_a_code_answer_shows_its_code_as_written_and_docqa_markup_outside_it(bro
     The chat's "Answer" label sits above the messages, so it covers none of them when they scroll."""
     from playwright.sync_api import expect
 
-    from ollama_standin import OllamaStandin
-
     tmp = tmp_path_factory.mktemp("code_answer")
     docs = tmp / "documents"
     docs.mkdir()
@@ -836,22 +836,18 @@ def test_a_code_answer_shows_its_code_as_written_and_docqa_markup_outside_it(bro
         encoding="utf-8",
     )
     code = "xs = [1, 2]\nif len(xs) < 3:\n    print(xs[1])"
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/"
-    with OllamaStandin(pieces=["A Python list is written in square brackets:\n\n", f"```python\n{code}\n```"]) as ollama:
-        env = {**server_env(tmp, docs, port), "LLM_BACKEND": "ollama", "OLLAMA_HOST": ollama.url}
-        with running([sys.executable, "main.py", "serve"], url, tmp / "server.log", env, ROOT, SERVER_START_S):
-            page = open_page(browser, url)
-            context = page.context
-            ask(page, "How is a Python list written?")
-            bot = page.locator("#docqa-chat [data-testid='bot']").first
-            bot.filter(has_text="— ollama:").wait_for(timeout=ANSWER_TIMEOUT_MS)
-            blocks = bot.locator("pre code")
-            expect(blocks).to_have_count(2)  # in the quote, then in the answer
-            assert [blocks.nth(i).inner_text().strip() for i in range(2)] == [code, code]
-            assert blocks.locator("a, mark, [class^=docqa]").count() == 0, "no docqa markup inside the code"
-            assert bot.locator("a[href='#source-1']").count() >= 1, "the citation outside the code links to its card"
-            label = page.locator("#docqa-chat label[data-testid='block-label']").bounding_box()
-            messages = page.locator("#docqa-chat .bubble-wrap").bounding_box()
-            assert label["y"] + label["height"] <= messages["y"] + 1, "the Answer label sits above the messages, not over them"
-            context.close()
+    with standin_server(tmp, docs, ["A Python list is written in square brackets:\n\n", f"```python\n{code}\n```"]) as url:
+        page = open_page(browser, url)
+        context = page.context
+        ask(page, "How is a Python list written?")
+        bot = page.locator("#docqa-chat [data-testid='bot']").first
+        bot.filter(has_text="— ollama:").wait_for(timeout=ANSWER_TIMEOUT_MS)
+        blocks = bot.locator("pre code")
+        expect(blocks).to_have_count(2)  # in the quote, then in the answer
+        assert [blocks.nth(i).inner_text().strip() for i in range(2)] == [code, code]
+        assert blocks.locator("a, mark, [class^=docqa]").count() == 0, "no docqa markup inside the code"
+        assert bot.locator("a[href='#source-1']").count() >= 1, "the citation outside the code links to its card"
+        label = page.locator("#docqa-chat label[data-testid='block-label']").bounding_box()
+        messages = page.locator("#docqa-chat .bubble-wrap").bounding_box()
+        assert label["y"] + label["height"] <= messages["y"] + 1, "the Answer label sits above the messages, not over them"
+        context.close()
