@@ -27,11 +27,11 @@ from pathlib import Path
 from choose_python import NoPythonError, choose, probe
 
 GB = 1024**3
-# Measured here (2026-12-01). The venv with every requirement: 4.5 GB with a CPU build of torch,
-# 7.2 GB with the CUDA build PyPI serves for Linux x86-64 (torch 1.2 GB, nvidia-* 2.7 GB, triton
-# 0.7 GB), whose wheels also lie in TMPDIR while pip installs them. The default model joined into
-# the cache 0.5 GB; the llama.cpp build tree 1 GB.
-VENV_GB = {"cpu": 4.5, "cuda": 7.2}
+# Measured here (2026-12-01) from fresh clones. The venv with every requirement: 3.5 GB with a CPU
+# build of torch, 7.2 GB with the CUDA build PyPI serves for Linux x86-64 (torch 1.2 GB, nvidia-*
+# 2.7 GB, triton 0.7 GB), whose wheels also lie in TMPDIR while pip installs them (3.8 GB at the
+# peak). The default model joined into the cache 0.5 GB; the llama.cpp build tree 1 GB.
+VENV_GB = {"cpu": 3.5, "cuda": 7.2}
 DOWNLOADS_GB = {"cpu": 1.0, "cuda": 4.0}
 MODEL_GB, BUILD_GB, UPDATE_GB = 0.5, 1.0, 0.5
 DEFAULT_INDEX = "https://pypi.org/simple"
