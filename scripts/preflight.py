@@ -192,7 +192,7 @@ def run(
     check_disk(
         report,
         [
-            (venv.parent, UPDATE_GB if has_venv else VENV_GB[torch], f"the venv (torch's {torch} build)"),
+            (venv.parent, UPDATE_GB if has_venv else VENV_GB[torch], "updates to the venv" if has_venv else f"the venv (torch's {torch} build)"),
             (model_cache, 0.0 if has_model else MODEL_GB, "the model"),
             (temp, 0.0 if has_venv else DOWNLOADS_GB[torch], "pip's downloads"),
             (temp, BUILD_GB if llama_step == "build" else 0.0, "the llama.cpp build"),
