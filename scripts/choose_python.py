@@ -5,7 +5,8 @@
 prints the path of the interpreter to use, or exits 1 with one line saying what to install.
 PYTHON (`make PYTHON=/path/to/python`) overrides the choice; it must run and be 3.11 or newer.
 A name on PATH is tried by running it, not only found: a pyenv shim for a version that is not
-selected is on PATH and fails when run. Standard library only: it runs before the venv exists.
+selected is on PATH and fails when run; PYTHON naming one gets the path of the interpreter behind
+it to use instead. Standard library only: it runs before the venv exists.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 PREFERENCE = ["python3.11", "python3.13", "python3.12", "python3"]  # 3.11 is the tested one
 SUPPORTED = ((3, 11), (3, 12), (3, 13))
@@ -41,12 +43,25 @@ def probe(executable: str) -> tuple[tuple[int, int], bool] | None:
     return None
 
 
+def behind_pyenv_shim(executable: str) -> list[str]:
+    """The interpreters a pyenv shim (ROOT/shims/NAME) stands for: ROOT/versions/*/bin/NAME."""
+    shim = Path(executable)
+    if shim.parent.name != "shims":
+        return []
+    return sorted(str(p) for p in shim.parent.parent.glob(f"versions/*/bin/{shim.name}") if os.access(p, os.X_OK))
+
+
 def choose(override: str = "", path: str | None = None) -> str:
     """The interpreter to build the venv with, as a path; raises NoPythonError saying what to install."""
     if override:
         found = shutil.which(override, path=path) or override
         probed = probe(found)
         if probed is None:
+            if behind := behind_pyenv_shim(found):
+                raise NoPythonError(
+                    f"PYTHON={override} is a pyenv shim for a version pyenv has not selected: "
+                    f"give the interpreter itself, make PYTHON={behind[-1]}"
+                )
             raise NoPythonError(f"PYTHON={override} does not run: {NONE_FITS}")
         if probed[0] < (3, 11):
             raise NoPythonError(f"PYTHON={override} is Python {probed[0][0]}.{probed[0][1]}: {NONE_FITS}")

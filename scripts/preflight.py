@@ -27,9 +27,13 @@ from pathlib import Path
 from choose_python import NoPythonError, choose, probe
 
 GB = 1024**3
-# Measured here (2026-12-01): the venv with every requirement 4.5 GB, the default model joined
-# into the cache 0.5 GB; the llama.cpp build tree and pip's downloads take about 1 GB more.
-VENV_GB, MODEL_GB, BUILD_GB, UPDATE_GB = 4.5, 0.5, 1.0, 0.5
+# Measured here (2026-12-01) from fresh clones. The venv with every requirement: 3.5 GB with a CPU
+# build of torch, 7.2 GB with the CUDA build PyPI serves for Linux x86-64 (torch 1.2 GB, nvidia-*
+# 2.7 GB, triton 0.7 GB), whose wheels also lie in TMPDIR while pip installs them (3.8 GB at the
+# peak). The default model joined into the cache 0.5 GB; the llama.cpp build tree 1 GB.
+VENV_GB = {"cpu": 3.5, "cuda": 7.2}
+DOWNLOADS_GB = {"cpu": 1.0, "cuda": 4.0}
+MODEL_GB, BUILD_GB, UPDATE_GB = 0.5, 1.0, 0.5
 DEFAULT_INDEX = "https://pypi.org/simple"
 C_COMPILERS, CXX_COMPILERS = ("cc", "gcc", "clang"), ("c++", "g++", "clang++")
 
@@ -88,20 +92,25 @@ def existing_ancestor(path: Path) -> Path:
     return path
 
 
-def check_disk(report: Report, needs: list[tuple[Path, float]]) -> None:
-    """Free space for each filesystem, summing what goes to folders that share one."""
-    by_device: dict[int, tuple[Path, float]] = {}
-    for folder, gb in needs:
+def torch_build(system: str, machine: str) -> str:
+    """The torch pip takes from PyPI: the CUDA build on Linux x86-64 (a CPU one only from another index)."""
+    return "cuda" if system == "Linux" and machine.lower() in ("x86_64", "amd64") else "cpu"
+
+
+def check_disk(report: Report, needs: list[tuple[Path, float, str]]) -> None:
+    """Free space for each filesystem, summing what goes to folders that share one; each need is (folder, GB, what)."""
+    by_device: dict[int, tuple[Path, float, list[str]]] = {}
+    for folder, gb, what in needs:
         where = existing_ancestor(folder.absolute())
         device = where.stat().st_dev
-        first, total = by_device.get(device, (where, 0.0))
-        by_device[device] = (first, total + gb)
-    for where, gb in by_device.values():
+        first, total, parts = by_device.get(device, (where, 0.0, []))
+        by_device[device] = (first, total + gb, parts + [f"{what} {gb:.1f} GB"] * (gb > 0))
+    for where, gb, parts in by_device.values():
         free = shutil.disk_usage(where).free / GB
         if free < gb:
             report.missing.append(
                 f"Only {free:.1f} GB free on the disk holding {where}; set-up needs about {gb:.1f} GB there "
-                f"(the venv {VENV_GB} GB, the model {MODEL_GB} GB, the llama.cpp build and downloads {BUILD_GB} GB): free some space"
+                f"({', '.join(parts)}): free some space"
             )
         else:
             report.found.append(f"{free:.0f} GB free (needs {gb:.1f} GB)")
@@ -167,9 +176,11 @@ def run(
     python_override: str = "",
     environ: dict[str, str] | None = None,
     system: str = "",
+    machine: str = "",
 ) -> Report:
     environ = dict(os.environ) if environ is None else environ
     path, system = environ.get("PATH"), system or platform.system()
+    torch = torch_build(system, machine or platform.machine())
     report = Report()
     has_venv = (venv / "bin" / "python").exists()
     if not has_venv:
@@ -177,12 +188,14 @@ def run(
     if llama_step == "build":
         check_build_tools(report, path, environ, system)
     has_model = any((model_cache / "models").glob("*.gguf"))
+    temp = Path(environ.get("TMPDIR") or tempfile.gettempdir())
     check_disk(
         report,
         [
-            (venv.parent, UPDATE_GB if has_venv else VENV_GB),
-            (model_cache, 0.0 if has_model else MODEL_GB),
-            (Path(environ.get("TMPDIR") or tempfile.gettempdir()), BUILD_GB if llama_step == "build" else 0.0),
+            (venv.parent, UPDATE_GB if has_venv else VENV_GB[torch], "updates to the venv" if has_venv else f"the venv (torch's {torch} build)"),
+            (model_cache, 0.0 if has_model else MODEL_GB, "the model"),
+            (temp, 0.0 if has_venv else DOWNLOADS_GB[torch], "pip's downloads"),
+            (temp, BUILD_GB if llama_step == "build" else 0.0, "the llama.cpp build"),
         ],
     )
     check_index(report, environ, venv)

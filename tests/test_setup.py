@@ -71,6 +71,15 @@ def test_make_python_overrides_the_choice_but_must_run_and_be_311_or_newer(tmp_p
         choose(str(tmp_path / "missing"), path=path)
 
 
+def test_make_python_naming_an_unselected_pyenv_shim_says_which_interpreter_to_give(tmp_path: Path) -> None:
+    shims = fake_pythons(tmp_path / "shims", python3_12="exit")  # pyenv's shim for a version not selected
+    (tmp_path / "versions" / "3.12.1").mkdir(parents=True)
+    real = Path(fake_pythons(tmp_path / "versions" / "3.12.1" / "bin", python3_12="3 12 1")) / "python3.12"
+    with pytest.raises(NoPythonError, match=rf"pyenv shim .* make PYTHON={real}$"):
+        choose("python3.12", path=shims)
+    assert choose(str(real), path=shims) == str(real)
+
+
 def test_no_fitting_python_is_one_line_and_exit_1(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "choose_python.py")],
@@ -126,9 +135,20 @@ def test_too_little_disk_says_how_much_is_needed(tmp_path: Path) -> None:
     from preflight import Report
 
     short = Report()
-    check_disk(short, [(tmp_path, 1e6), (tmp_path / "cache", 1.0)])  # one disk: the two are summed
+    check_disk(short, [(tmp_path, 1e6, "the venv"), (tmp_path / "cache", 1.0, "the model")])  # one disk: summed
     [line] = short.missing
-    assert "needs about 1000001.0 GB" in line and "free some space" in line
+    assert "needs about 1000001.0 GB" in line and "the venv 1000000.0 GB, the model 1.0 GB" in line and "free some space" in line
+
+
+def test_the_disk_needed_counts_the_cuda_torch_pypi_serves_on_linux_x86_64(tmp_path: Path) -> None:
+    from preflight import DOWNLOADS_GB, MODEL_GB, VENV_GB, torch_build
+
+    assert torch_build("Linux", "x86_64") == "cuda"
+    assert torch_build("Darwin", "arm64") == torch_build("Linux", "aarch64") == "cpu"
+    environ = no_network(tmp_path, fake_pythons(tmp_path / "bin", python3_11="3 11 1"))
+    for system, machine, torch in (("Linux", "x86_64", "cuda"), ("Darwin", "arm64", "cpu")):
+        report = run("install", tmp_path / ".venv", tmp_path / "cache", environ=environ, system=system, machine=machine)
+        assert f"(needs {VENV_GB[torch] + MODEL_GB + DOWNLOADS_GB[torch]:.1f} GB)" in " ".join(report.found)
 
 
 def test_the_package_index_is_read_from_pip_config_and_env(tmp_path: Path) -> None:
