@@ -1,4 +1,4 @@
-"""Name-aware search: a question that names a function or class gets its definition first.
+"""Name-aware search: a question that names a function, class or setting gets its definition first.
 
 Keyword search already splits `parse_config` and `ParseConfig` into their words, but the
 places that call a function share those words with the place that defines it, and vector
@@ -6,6 +6,14 @@ search cannot tell them apart at all. Code chunks carry the name of the function
 or class they define (Chunk.symbol), so among the candidates a retriever found, the ones
 that define a name the question mentions are moved to the front. `parse_config`,
 `ParseConfig` and `parseConfig` name the same thing here; so do `load` and `Loader.load`.
+
+Prose documents define names in reference tables: a row whose first cell is the name
+(`| TOP_K | 5 | Passages given to the model |`) is where a settings table, a glossary or an
+API table says what it is. Such a table holds many rows, so BM25's length normalisation
+ranks it below short passages that merely mention the name. It is moved up to just after
+the best passage, not before it: a question that names a setting often asks what to do
+with it ("I changed CHUNK_SIZE. What do I run now?"), which prose answers, and putting the
+table first lost that answer its first place on the shipped documents' dev set.
 """
 
 from __future__ import annotations
@@ -15,6 +23,8 @@ from typing import Any, Sequence
 
 _WORD = re.compile(r"[A-Za-z_][\w.]*(?:\(\))?")
 _IDENTIFIER = re.compile(r"_|[a-z][A-Z]|\(\)$|\.")
+_TABLE_ROW_NAME = re.compile(r"^\|\s*`?([^|`\n]{1,80}?)`?\s*\|", re.M)
+"""The first cell of a Markdown table row (what the converters write for DOCX, PDF and HTML tables)."""
 
 
 def normalise(name: str) -> str:
@@ -29,6 +39,7 @@ def named_identifiers(question: str) -> set[str]:
     single = len(question.split()) == 1
     names = set()
     for word in words:
+        word = word.rstrip(".")  # a sentence's full stop ("from my files.") makes no name
         if single or _IDENTIFIER.search(word):
             word = word.removesuffix("()").strip(".")
             names.add(normalise(word.rsplit(".", 1)[-1]))
@@ -42,14 +53,28 @@ def defines(symbol: str | None, names: set[str]) -> bool:
     return normalise(symbol.rsplit(".", 1)[-1]) in names or normalise(symbol.replace(".", "")) in names
 
 
+def defines_in_table(text: str, names: set[str]) -> bool:
+    """Whether a table row in `text` starts with one of `names`, as a reference table defines it."""
+    return bool(names) and "|" in text and any(normalise(m.group(1).strip()) in names for m in _TABLE_ROW_NAME.finditer(text))
+
+
 def definitions_first(question: str, passages: Sequence[Any]) -> list[Any]:
-    """The passages with those that define a name in the question first, scored just above the best."""
+    """The passages with those that define a name in the question first, scored just above the best;
+    a table row that defines it comes right after the best passage (see the module docstring)."""
     names = named_identifiers(question)
-    hits = [p for p in passages if defines(p.first.symbol, names)]
-    if not hits:
+    if not names:
         return list(passages)
-    top = max(p.score for p in passages)
-    for rank, p in enumerate(hits, start=1):
-        p.score = top * (1 + 0.01 * (len(hits) - rank + 1))  # keeps them first when passages are re-sorted by score
-        p.found_by["name"] = rank
-    return hits + [p for p in passages if p not in hits]
+    hits = [p for p in passages if defines(p.first.symbol, names)]
+    if hits:
+        top = max(p.score for p in passages)
+        for rank, p in enumerate(hits, start=1):
+            p.score = top * (1 + 0.01 * (len(hits) - rank + 1))  # keeps them first when passages are re-sorted by score
+            p.found_by["name"] = rank
+        return hits + [p for p in passages if p not in hits]
+    table = next((p for p in passages if any(defines_in_table(c.text, names) for c in p.chunks)), None)
+    if table is None or table is passages[0]:
+        return list(passages)
+    rest = [p for p in passages if p is not table]
+    table.score = rest[0].score  # ties the best: stays second when passages are re-sorted by score (a stable sort)
+    table.found_by["name"] = 2
+    return [rest[0], table, *rest[1:]]

@@ -8,6 +8,7 @@ answers, so the tests measure retrieval and the answer path, not a language mode
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -78,3 +79,14 @@ def test_a_10000_character_question_is_searched_by_its_informative_part(mixed_ra
     assert "minutes // 60" in answer.focus
     assert "most informative part" in (answer.notice or "")
     assert 67 in {page for p in answer.passages for page in p.pages}
+
+
+@pytest.mark.parametrize(("question", "name"), [
+    ("If I leave TOP_K alone, what value does it have?", "TOP_K"),
+    ("What does CHUNK_OVERLAP default to?", "CHUNK_OVERLAP"),
+])
+def test_a_setting_named_in_a_question_finds_its_row_in_the_settings_table_next_to_the_best(mixed_rag, question, name):
+    """The settings table defines every setting in a row of its own; it is long, so BM25 alone ranks it below prose that mentions the name."""
+    passages = mixed_rag.retrieve_context(question, k=5)
+    rows = [p for p in passages[:2] if re.search(rf"^\| {name} \|", p.text, re.M)]
+    assert rows, [p.text[:80] for p in passages]
