@@ -4,6 +4,9 @@ A hostile or pathological file (a PDF bomb, a page that never finishes rendering
 corrupt DOCX that explodes in memory) can only take down its worker: the file is reported
 as failed with the reason, the pool is rebuilt, and indexing goes on. Workers are spawned,
 not forked, so they never inherit the parent's torch threads or open stores.
+
+OCR runs here too, under the same limits: each worker keeps one OCR reader, whose engine
+loads on the first page that needs it and then serves every later file of that worker.
 """
 
 from __future__ import annotations
@@ -19,18 +22,24 @@ from typing import Callable, Iterable, Iterator
 from doc_types import ConvertedDocument
 from document_converter import convert_document
 from errors import ConversionError
+from ocr import OcrOptions, OcrReader
 
 log = logging.getLogger(__name__)
 
 Job = tuple[str, Path, str]  # (source, path, sha256)
 Result = tuple[str, ConvertedDocument | None, str | None]  # (source, document, error)
 
+_worker_ocr: OcrReader | None = None
+"""This worker's OCR reader (None: OCR is off); set by _init_worker, kept for the worker's life."""
 
-def _init_worker(memory_mb: int) -> None:
-    """In each worker: a memory ceiling, and exit when the parent dies (even by SIGKILL)."""
+
+def _init_worker(memory_mb: int, ocr: OcrOptions | None = None) -> None:
+    """In each worker: a memory ceiling, exit when the parent dies (even by SIGKILL), and the OCR reader."""
     import threading
     import time
 
+    global _worker_ocr
+    _worker_ocr = OcrReader(ocr) if ocr is not None else None
     parent = os.getppid()
 
     def watch_parent() -> None:
@@ -49,7 +58,7 @@ def _init_worker(memory_mb: int) -> None:
 def _convert(path: Path, source: str, cache_dir: Path | None, sha: str) -> tuple[str | None, str | None]:
     """In the worker: the converted document as JSON, or the reason it failed."""
     try:
-        return convert_document(path, source, cache_dir, sha).to_json(), None
+        return convert_document(path, source, cache_dir, sha, _worker_ocr).to_json(), None
     except ConversionError as exc:
         return None, str(exc)
     except MemoryError:
@@ -60,10 +69,19 @@ def _convert(path: Path, source: str, cache_dir: Path | None, sha: str) -> tuple
         return None, f"conversion failed: {type(exc).__name__}: {exc}"
 
 
+def worker_count(workers: int = 0) -> int:
+    """The processes converting at once: `workers`, or 0 for min(cores, 4)."""
+    return workers or max(1, min(4, os.cpu_count() or 1))
+
+
 class ConverterPool:
-    def __init__(self, workers: int = 0, timeout_s: float = 120.0, memory_mb: int = 2048, cache_dir: Path | None = None, convert_fn: Callable[..., tuple[str | None, str | None]] | None = None) -> None:
+    def __init__(
+        self, workers: int = 0, timeout_s: float = 120.0, memory_mb: int = 2048, cache_dir: Path | None = None,
+        convert_fn: Callable[..., tuple[str | None, str | None]] | None = None, ocr: OcrOptions | None = None,
+    ) -> None:
         self.convert_fn = convert_fn or _convert
-        self.workers = workers or max(1, min(4, os.cpu_count() or 1))
+        self.ocr = ocr
+        self.workers = worker_count(workers)
         self.timeout_s = timeout_s
         self.memory_mb = memory_mb
         self.cache_dir = cache_dir
@@ -75,7 +93,7 @@ class ConverterPool:
                 max_workers=self.workers,
                 mp_context=multiprocessing.get_context("spawn"),
                 initializer=_init_worker,
-                initargs=(self.memory_mb,),
+                initargs=(self.memory_mb, self.ocr),
             )
         return self._pool
 
