@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from config import Settings
 from errors import ConversionError
@@ -138,6 +138,8 @@ class OcrReader:
     def __init__(self, options: OcrOptions, engine: OcrEngine | None = None) -> None:
         self.options = options
         self.engine: OcrEngine = engine or RapidOcrEngine(options.threads)
+        self.on_page: Callable[[], None] | None = None
+        """Called after each image read: the worker's sign of life while a long scan is read page by page."""
 
     def read(self, image: Any) -> str:
         """The image's text. OcrUnavailable when the engine is missing; any other engine
@@ -150,6 +152,9 @@ class OcrReader:
             raise ConversionError("OCR needed more memory than the conversion limit allows (CONVERT_MEMORY_MB)") from exc
         except Exception as exc:
             raise ConversionError(f"OCR failed: {type(exc).__name__}: {exc}") from exc
+        finally:
+            if self.on_page is not None:
+                self.on_page()
 
 
 def grayscale_array(pixmap: Any) -> Any:

@@ -190,3 +190,32 @@ def test_the_ocr_models_ship_inside_the_package():
     for part in ("Det", "Cls", "Rec"):
         model = package / config[part]["model_path"]
         assert model.is_file() and model.stat().st_size > 100_000, model
+
+
+@pytest.mark.slow
+def test_a_long_scan_is_not_taken_for_hung_while_ocr_reads_page_after_page(tmp_path, counting):
+    """The time limit applies to each page OCR reads, not to the whole scan: a scanned book takes minutes.
+
+    The limit is set from a page's measured time on this machine, and the scan made twice as long as the limit.
+    """
+    import time
+
+    from converter_workers import ConverterPool
+
+    options = OcrOptions(dpi=100)
+    one = make_pdf(tmp_path / "one.pdf", [("scan", KETTLE)])
+    convert_document(one, "one.pdf", ocr=OcrReader(options, counting))  # the models are loaded
+    started = time.perf_counter()
+    convert_document(one, "one.pdf", ocr=OcrReader(options, counting))
+    page_s = time.perf_counter() - started
+    limit = 3 * page_s + 2  # the worker's first page also loads the models
+    path = make_pdf(tmp_path / "book.pdf", [("scan", f"Page {n}. {KETTLE}") for n in range(int(2 * limit / page_s) + 1)])
+    pool = ConverterPool(workers=1, timeout_s=limit, ocr=options)
+    try:
+        started = time.perf_counter()
+        ((_, doc, error),) = list(pool.convert([("book.pdf", path, "f" * 64)]))
+        elapsed = time.perf_counter() - started
+    finally:
+        pool.close()
+    assert error is None and doc is not None and doc.notes[0].startswith("pages 1, 2, 3")
+    assert elapsed > limit, f"the scan took {elapsed:.1f}s, within the {limit:.1f}s limit: the test proves nothing"
