@@ -54,7 +54,7 @@ class Settings:
     ocr: str = _setting(
         "on",
         "on reads scanned PDF pages and image files (.png .jpg .tif .webp .bmp) with the packaged OCR engine "
-        "(RapidOCR, offline); off skips a PDF without a text layer as \"no extractable text (needs OCR)\" and images as unreadable.",
+        "(RapidOCR, offline); off skips a PDF without a text layer as \"no extractable text (needs OCR)\" and leaves images out, saying they need OCR.",
         choices=("on", "off"),
     )
     ocr_min_page_chars: int = _setting(
@@ -63,7 +63,9 @@ class Settings:
         "a page with a real text layer never is.",
     )
     ocr_dpi: int = _setting(
-        200, "Resolution a scanned PDF page is rendered at for OCR: 150 is faster, 300 no better here (README)."
+        200,
+        "Resolution a scanned PDF page is rendered at for OCR. On ten Think Python pages: character error rate 5.5% "
+        "(median 2.2%); 300 reads better (3.8%) at about the same speed, 150 worse (6.3%) and no faster (README).",
     )
     ocr_threads: int = _setting(
         0, "CPU threads of the OCR engine in each converter worker; 0 shares the cores among the workers."

@@ -45,6 +45,9 @@ def make_pdf(path: Path, pages: list[tuple[str, str]]) -> Path:
         page = doc.new_page(width=420, height=160)
         if kind == "text":
             page.insert_textbox(pymupdf.Rect(20, 20, 400, 140), text, fontsize=15)
+        elif kind == "text+picture":  # a line of text, and under it a picture of more text
+            page.insert_textbox(pymupdf.Rect(20, 5, 400, 40), KETTLE, fontsize=12)
+            page.insert_image(pymupdf.Rect(0, 40, 420, 160), pixmap=text_page_pixmap(text))
         else:
             page.insert_image(page.rect, pixmap=text_page_pixmap(text))
     doc.save(path)
@@ -97,6 +100,17 @@ def test_mixed_pdf_ocrs_its_scanned_pages_and_never_its_text_pages(tmp_path, cou
     assert by_page[1].text == KETTLE and by_page[3].text == BIKE, "text pages keep their text layer"
     assert len(words(TEA) & words(by_page[2].text)) >= 8 and "espresso" in by_page[4].text.lower()
     assert doc.notes == ["pages 2, 4 read by OCR"]
+
+
+def test_pictures_on_text_pages_are_read_only_when_asked(tmp_path, counting):
+    path = make_pdf(tmp_path / "figure.pdf", [("text+picture", ESPRESSO)])
+    before = counting.calls
+    plain = convert_document(path, "figure.pdf", ocr=OcrReader(OcrOptions(), counting))
+    assert counting.calls == before and [s.ocr for s in plain.sections] == [False]
+    asked = convert_document(path, "figure.pdf", ocr=OcrReader(OcrOptions(text_page_images=True), counting))
+    assert counting.calls == before + 1
+    assert [(s.page, s.ocr) for s in asked.sections] == [(1, False), (1, True)]
+    assert "espresso" in asked.sections[1].text.lower() and asked.sections[0].text == KETTLE
 
 
 def test_unchanged_scan_is_never_ocrd_twice(tmp_path, counting):
@@ -219,3 +233,27 @@ def test_a_long_scan_is_not_taken_for_hung_while_ocr_reads_page_after_page(tmp_p
         pool.close()
     assert error is None and doc is not None and doc.notes[0].startswith("pages 1, 2, 3")
     assert elapsed > limit, f"the scan took {elapsed:.1f}s, within the {limit:.1f}s limit: the test proves nothing"
+
+
+@pytest.mark.slow
+def test_a_full_page_scan_is_read_within_the_workers_memory_limit(tmp_path):
+    """A dense A4 page at the default 200 dpi, in a worker under the default CONVERT_MEMORY_MB: the engine's
+    threads once took the worker over its address-space limit, and every real page failed with bad_alloc."""
+    from config import Settings
+    from converter_workers import ConverterPool
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_textbox(pymupdf.Rect(50, 50, 545, 792), " ".join([KETTLE, TEA, BIKE, ESPRESSO] * 30), fontsize=10)
+    pixmap = page.get_pixmap(dpi=200)
+    scan = pymupdf.open()
+    scan.new_page(width=595, height=842).insert_image(pymupdf.Rect(0, 0, 595, 842), pixmap=pixmap)
+    scan.save(tmp_path / "a4.pdf")
+    pool = ConverterPool(workers=1, timeout_s=300, memory_mb=Settings().convert_memory_mb, ocr=OcrOptions())
+    try:
+        ((_, converted, error),) = list(pool.convert([("a4.pdf", tmp_path / "a4.pdf", "a" * 64)]))
+    finally:
+        pool.close()
+    assert error is None and converted is not None
+    assert converted.notes == ["page 1 read by OCR"], converted.notes
+    assert "espresso" in converted.sections[0].text.lower()
