@@ -101,6 +101,7 @@ def passage_json(p: Passage) -> dict[str, Any]:
         "sheet": p.first.sheet,
         "rows": [min(c.rows[0] for c in p.chunks if c.rows), max(c.rows[-1] for c in p.chunks if c.rows)] if p.first.rows else None,
         "symbols": list(dict.fromkeys(c.symbol for c in p.chunks if c.symbol)),
+        "ocr": any(c.ocr for c in p.chunks),
         "chunk_index": p.first.chunk_index,
         "chunk_indexes": [c.chunk_index for c in p.chunks],
         "score": round(p.score, 6),

@@ -50,6 +50,32 @@ class Settings:
     convert_memory_mb: int = _setting(
         2048, "Memory limit of a conversion worker; a file needing more is skipped (0 = no limit)."
     )
+    # OCR: scanned PDF pages and image files
+    ocr: str = _setting(
+        "on",
+        "on reads scanned PDF pages and image files (.png .jpg .tif .webp .bmp) with the packaged OCR engine "
+        "(RapidOCR, offline); off skips a PDF without a text layer as \"no extractable text (needs OCR)\" and leaves images out, saying they need OCR.",
+        choices=("on", "off"),
+    )
+    ocr_min_page_chars: int = _setting(
+        20,
+        "A PDF page whose text layer has fewer characters than this (and that holds an image) is read by OCR; "
+        "a page with a real text layer never is.",
+    )
+    ocr_dpi: int = _setting(
+        200,
+        "Resolution a scanned PDF page is rendered at for OCR. On ten Think Python pages: character error rate 5.5% "
+        "(median 2.2%); 300 reads better (3.8%) at about the same speed, 150 worse (6.3%) and no faster (README).",
+    )
+    ocr_threads: int = _setting(
+        0, "CPU threads of the OCR engine in each converter worker; 0 shares the cores among the workers."
+    )
+    ocr_text_page_images: str = _setting(
+        "off",
+        "on also reads the pictures on pages that have a text layer (a scanned figure, a screenshot of text); "
+        "off leaves them out, as they are mostly not text.",
+        choices=("off", "on"),
+    )
     # Chunking
     chunk_size: int = _setting(1000, "Characters per chunk.")
     chunk_overlap: int = _setting(200, "Characters shared by neighbouring chunks.")
@@ -382,6 +408,10 @@ def _validate(s: Settings) -> None:
         raise ConfigError(
             f"EMBEDDING_QUANTIZE={s.embedding_quantize} needs EMBEDDING_BACKEND=onnx (it is {s.embedding_backend})."
         )
+    if not 50 <= s.ocr_dpi <= 600:
+        raise ConfigError(f"OCR_DPI must be between 50 and 600, got {s.ocr_dpi}.")
+    if s.ocr_min_page_chars < 0 or s.ocr_threads < 0:
+        raise ConfigError("OCR_MIN_PAGE_CHARS and OCR_THREADS must be at least 0.")
     if s.top_k <= 0:
         raise ConfigError(f"TOP_K must be positive, got {s.top_k}.")
     if s.neighbour_weight < 0:

@@ -4,6 +4,12 @@ A hostile or pathological file (a PDF bomb, a page that never finishes rendering
 corrupt DOCX that explodes in memory) can only take down its worker: the file is reported
 as failed with the reason, the pool is rebuilt, and indexing goes on. Workers are spawned,
 not forked, so they never inherit the parent's torch threads or open stores.
+
+OCR runs here too, under the same limits: each worker keeps one OCR reader, whose engine
+loads on the first page that needs it and then serves every later file of that worker.
+A scanned book takes minutes, so while OCR reads it, the time limit applies to each page:
+the worker touches a heartbeat file after every page, and a file whose heartbeat is fresh
+is not hung.
 """
 
 from __future__ import annotations
@@ -19,18 +25,29 @@ from typing import Callable, Iterable, Iterator
 from doc_types import ConvertedDocument
 from document_converter import convert_document
 from errors import ConversionError
+from ocr import OcrOptions, OcrReader
 
 log = logging.getLogger(__name__)
 
 Job = tuple[str, Path, str]  # (source, path, sha256)
 Result = tuple[str, ConvertedDocument | None, str | None]  # (source, document, error)
 
+_worker_ocr: OcrReader | None = None
+"""This worker's OCR reader (None: OCR is off); set by _init_worker, kept for the worker's life."""
+_worker_beats: Path | None = None
+"""The folder of heartbeat files, one per file being converted, named by its SHA-256."""
 
-def _init_worker(memory_mb: int) -> None:
-    """In each worker: a memory ceiling, and exit when the parent dies (even by SIGKILL)."""
+
+def _init_worker(memory_mb: int, ocr: OcrOptions | None = None, beats: Path | None = None) -> None:
+    """In each worker: a memory ceiling, exit when the parent dies (even by SIGKILL), and the OCR reader."""
     import threading
     import time
 
+    global _worker_ocr, _worker_beats
+    _worker_ocr = OcrReader(ocr) if ocr is not None else None
+    _worker_beats = beats
+    if ocr is not None:
+        _fewer_malloc_arenas()
     parent = os.getppid()
 
     def watch_parent() -> None:
@@ -46,10 +63,27 @@ def _init_worker(memory_mb: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
+def _fewer_malloc_arenas() -> None:
+    """Two malloc arenas, not one per thread: each reserves 64 MB of address space, and the memory limit
+    counts address space. The OCR engine's threads took a Think Python page at 200 dpi from 1.26 GB of
+    address space to 1.7 GB, over the 2 GB limit with PyMuPDF beside it (std::bad_alloc on every page)."""
+    try:
+        import ctypes
+
+        M_ARENA_MAX = -8
+        ctypes.CDLL("libc.so.6").mallopt(M_ARENA_MAX, 2)
+    except (OSError, AttributeError):  # not glibc (macOS): no per-thread arenas to limit
+        pass
+
+
 def _convert(path: Path, source: str, cache_dir: Path | None, sha: str) -> tuple[str | None, str | None]:
     """In the worker: the converted document as JSON, or the reason it failed."""
+    if _worker_ocr is not None and _worker_beats is not None:
+        beat = _worker_beats / sha
+        beat.touch()  # started: the worker's start-up (imports, a spawn) is not the file's fault
+        _worker_ocr.on_page = beat.touch
     try:
-        return convert_document(path, source, cache_dir, sha).to_json(), None
+        return convert_document(path, source, cache_dir, sha, _worker_ocr).to_json(), None
     except ConversionError as exc:
         return None, str(exc)
     except MemoryError:
@@ -60,10 +94,20 @@ def _convert(path: Path, source: str, cache_dir: Path | None, sha: str) -> tuple
         return None, f"conversion failed: {type(exc).__name__}: {exc}"
 
 
+def worker_count(workers: int = 0) -> int:
+    """The processes converting at once: `workers`, or 0 for min(cores, 4)."""
+    return workers or max(1, min(4, os.cpu_count() or 1))
+
+
 class ConverterPool:
-    def __init__(self, workers: int = 0, timeout_s: float = 120.0, memory_mb: int = 2048, cache_dir: Path | None = None, convert_fn: Callable[..., tuple[str | None, str | None]] | None = None) -> None:
+    def __init__(
+        self, workers: int = 0, timeout_s: float = 120.0, memory_mb: int = 2048, cache_dir: Path | None = None,
+        convert_fn: Callable[..., tuple[str | None, str | None]] | None = None, ocr: OcrOptions | None = None,
+    ) -> None:
         self.convert_fn = convert_fn or _convert
-        self.workers = workers or max(1, min(4, os.cpu_count() or 1))
+        self.ocr = ocr
+        self._beats: Path | None = None
+        self.workers = worker_count(workers)
         self.timeout_s = timeout_s
         self.memory_mb = memory_mb
         self.cache_dir = cache_dir
@@ -71,11 +115,15 @@ class ConverterPool:
 
     def _start(self) -> ProcessPoolExecutor:
         if self._pool is None:
+            if self.ocr is not None and self._beats is None:
+                import tempfile
+
+                self._beats = Path(tempfile.mkdtemp(prefix="docqa-ocr-beats-"))
             self._pool = ProcessPoolExecutor(
                 max_workers=self.workers,
                 mp_context=multiprocessing.get_context("spawn"),
                 initializer=_init_worker,
-                initargs=(self.memory_mb,),
+                initargs=(self.memory_mb, self.ocr, self._beats),
             )
         return self._pool
 
@@ -95,6 +143,22 @@ class ConverterPool:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+        if self._beats is not None:
+            import shutil
+
+            shutil.rmtree(self._beats, ignore_errors=True)
+            self._beats = None
+
+    def _reading_pages(self, job: Job) -> bool:
+        """Whether OCR finished a page of this file within the time limit: slow, not hung."""
+        if self._beats is None:
+            return False
+        import time
+
+        try:
+            return time.time() - (self._beats / job[2]).stat().st_mtime < self.timeout_s
+        except OSError:
+            return False
 
     def convert(self, jobs: Iterable[Job]) -> Iterator[Result]:
         """Convert every job; yields results as they finish (not in order)."""
@@ -116,8 +180,11 @@ class ConverterPool:
             while running:
                 done, _ = wait(running, timeout=self.timeout_s, return_when=FIRST_COMPLETED)
                 if not done:
-                    # Nothing finished within the limit: the jobs in flight are hung.
-                    stuck = [j for f, j in running.items() if f.running()] or list(running.values())
+                    # Nothing finished within the limit: the jobs in flight are hung, unless OCR is reading their pages.
+                    in_flight = [j for f, j in running.items() if f.running()]
+                    if in_flight and all(self._reading_pages(j) for j in in_flight):
+                        continue
+                    stuck = [j for j in in_flight if not self._reading_pages(j)] or list(running.values())
                     pending = [j for f, j in running.items() if j not in stuck]
                     self._kill()
                     for source, _, _ in stuck:

@@ -55,7 +55,7 @@ def file_type(source: str) -> str:
 
 
 def skipped_by_type(skipped: dict[str, str]) -> dict[str, dict[str, int]]:
-    """Skipped files counted by type and reason: {"png": {"unsupported file type .png": 3}}."""
+    """Skipped files counted by type and reason: {"mp3": {"unsupported file type .mp3": 3}}."""
     out: dict[str, dict[str, int]] = {}
     for source, reason in skipped.items():
         kind = "folder" if source.endswith("/") else file_type(source)

@@ -36,6 +36,12 @@ CODE_FILE_NAMES: dict[str, str] = {
     "cmakelists.txt": "cmake", "jenkinsfile": "groovy", "rakefile": "ruby", "gemfile": "ruby",
 }
 CODE_EXTENSIONS = set(CODE_LANGUAGES)
+IMAGE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".tif", ".tiff", ".webp", ".bmp"}
+"""Image files, read by OCR (a TIFF may hold several pages)."""
+PAGE_VIEW_EXTENSIONS = {".pdf", *IMAGE_EXTENSIONS}
+"""Files whose pages can be shown rendered on a source card (page_images.py)."""
+OCR_MARK = "OCR"
+"""How a place read by OCR says so: "page 3 · OCR"."""
 
 
 def language_of(source: str) -> str | None:
@@ -59,13 +65,14 @@ class Section:
     slide: int | None = None  # 1-based slide number (PPTX)
     sheet: str | None = None  # worksheet name (XLSX)
     row_numbers: list[int] | None = None  # a table section: the sheet or file row of each table line after the header
+    ocr: bool = False  # the text was read from an image of the page by OCR, not from a text layer
 
 
 @dataclass
 class ConvertedDocument:
     source: str  # path relative to the documents folder, with forward slashes
     title: str
-    kind: str  # a value of document_converter.KIND_BY_EXTENSION: pdf, epub, docx, pptx, xlsx, csv, html, json, yaml, markdown, text, code
+    kind: str  # a value of document_converter.KIND_BY_EXTENSION: pdf, epub, docx, pptx, xlsx, csv, html, json, yaml, markdown, text, code, image
     sections: list[Section]
     encoding: str | None = None
     notes: list[str] = field(default_factory=list)
@@ -100,6 +107,7 @@ class Chunk:
     sheet: str | None = None
     rows: list[int] | None = None  # [first, last] row of a sheet or CSV file, header row excluded
     symbol: str | None = None  # the function, method or class of a code chunk: "Parser.parse_config"
+    ocr: bool = False  # read by OCR from a scanned page or an image file
 
     @property
     def lines(self) -> tuple[int, int] | None:
@@ -139,7 +147,15 @@ def printed_page(chunks: list[Chunk], page: int) -> str:
 
 def describe_location(chunks: list[Chunk]) -> str:
     """Where a run of neighbouring chunks of one file stands: "page 3", "slides 2-3", "sheet Sales rows 2-40",
-    "lines 10-42 (Parser.parse_config)", or the heading path. A PDF page is named by its printed label."""
+    "lines 10-42 (Parser.parse_config)", or the heading path. A PDF page is named by its printed label.
+    Text read by OCR says so ("page 3 · OCR"; an image file's text: "OCR"), so a reader knows to check the scan."""
+    place = _place(chunks)
+    if any(c.ocr for c in chunks):
+        return f"{place} · {OCR_MARK}" if place else OCR_MARK
+    return place
+
+
+def _place(chunks: list[Chunk]) -> str:
     pages = [c.page for c in chunks if c.page is not None]
     if pages:
         low, high = printed_page(chunks, min(pages)), printed_page(chunks, max(pages))

@@ -18,8 +18,9 @@ import os
 from pathlib import Path
 from typing import Callable
 
-from doc_types import CODE_EXTENSIONS, CODE_FILE_NAMES, ConvertedDocument
+from doc_types import CODE_EXTENSIONS, CODE_FILE_NAMES, IMAGE_EXTENSIONS, ConvertedDocument
 from errors import ConversionError
+from ocr import OcrReader
 from text_formats import convert_docx_to_markdown, convert_text_to_markdown
 
 log = logging.getLogger(__name__)
@@ -39,11 +40,14 @@ KIND_BY_EXTENSION: dict[str, str] = {
     **{ext: "markdown" for ext in MARKDOWN_EXTENSIONS},
     **{ext: "text" for ext in TEXT_EXTENSIONS},
     **{ext: "code" for ext in CODE_EXTENSIONS},
+    **{ext: "image" for ext in IMAGE_EXTENSIONS},
 }
 KIND_BY_NAME = {name: "code" for name in CODE_FILE_NAMES}
 SUPPORTED_EXTENSIONS = set(KIND_BY_EXTENSION)
 # Binary containers: their content is never sniffed as text.
-CONTAINER_EXTENSIONS = {ext for ext, kind in KIND_BY_EXTENSION.items() if kind in ("pdf", "epub", "docx", "pptx", "xlsx")}
+CONTAINER_EXTENSIONS = {ext for ext, kind in KIND_BY_EXTENSION.items() if kind in ("pdf", "epub", "docx", "pptx", "xlsx", "image")}
+OCR_KINDS = {"pdf", "image"}
+"""What OCR settings change the conversion of: their cache files and manifest records name the OCR variant."""
 
 
 def file_sha256(path: Path) -> str:
@@ -63,20 +67,35 @@ def is_supported(path: Path) -> bool:
     return kind_of(path) is not None
 
 
-def cached_conversion(cache_dir: Path | None, sha256: str) -> Path | None:
-    """The cache file of an earlier conversion of this content, if there is one."""
+def conversion_variant(path: Path, ocr: OcrReader | None) -> str:
+    """What besides its content decides a file's conversion: the OCR options, for PDFs and images; "" otherwise.
+    A PDF converted with OCR off keeps the old cache name, so turning OCR off costs no reconversion."""
+    return ocr.options.variant() if ocr is not None and kind_of(path) in OCR_KINDS else ""
+
+
+def _cache_file(cache_dir: Path, sha256: str, variant: str) -> Path:
+    return cache_dir / (f"{sha256}.v{CONVERTER_VERSION}.{variant}.json" if variant else f"{sha256}.v{CONVERTER_VERSION}.json")
+
+
+def cached_conversion(cache_dir: Path | None, sha256: str, variant: str = "") -> Path | None:
+    """The cache file of an earlier conversion of this content (with this OCR variant), if there is one."""
     if cache_dir is None:
         return None
-    path = cache_dir / f"{sha256}.v{CONVERTER_VERSION}.json"
+    path = _cache_file(cache_dir, sha256, variant)
     return path if path.is_file() else None
 
 
-def convert_document(path: Path, source: str, cache_dir: Path | None = None, sha256: str | None = None) -> ConvertedDocument:
-    """Convert one file, using the cache when the file's content was converted before."""
+def convert_document(
+    path: Path, source: str, cache_dir: Path | None = None, sha256: str | None = None, ocr: OcrReader | None = None
+) -> ConvertedDocument:
+    """Convert one file, using the cache when the file's content was converted before.
+
+    `ocr` reads scanned PDF pages and image files; without it they fail as before ("needs OCR").
+    """
     cache_file = None
     if cache_dir is not None:
         sha256 = sha256 or file_sha256(path)
-        cache_file = cache_dir / f"{sha256}.v{CONVERTER_VERSION}.json"
+        cache_file = _cache_file(cache_dir, sha256, conversion_variant(path, ocr))
         if cache_file.is_file():
             try:
                 doc = ConvertedDocument.from_json(cache_file.read_text(encoding="utf-8"))
@@ -84,7 +103,7 @@ def convert_document(path: Path, source: str, cache_dir: Path | None = None, sha
                 return doc
             except (ValueError, TypeError, KeyError):
                 log.warning("Ignoring unreadable conversion cache %s", cache_file)
-    doc = _convert_uncached(path, source)
+    doc = _convert_uncached(path, source, ocr)
     if cache_file is not None:
         _write_cache(cache_file, doc.to_json())
     return doc
@@ -110,12 +129,14 @@ def _write_cache(cache_file: Path, text: str) -> None:
         log.warning("Could not write the conversion cache %s: %s", cache_file, exc.strerror or exc)
 
 
-def _convert_uncached(path: Path, source: str) -> ConvertedDocument:
+def _convert_uncached(path: Path, source: str, ocr: OcrReader | None) -> ConvertedDocument:
     suffix = path.suffix.lower()
     kind = kind_of(path)
     if kind is None:
         raise ConversionError(f"unsupported file type {suffix or '(none)'}")
     try:
+        if kind in OCR_KINDS:
+            return _ocr_converter(kind)(path, source, ocr)
         return _converter(kind)(path, source)
     except ConversionError:
         raise
@@ -127,12 +148,19 @@ def _convert_uncached(path: Path, source: str) -> ConvertedDocument:
         raise ConversionError(f"could not be read as {kind.upper()}: {exc}") from exc
 
 
-def _converter(kind: str) -> Callable[[Path, str], ConvertedDocument]:
-    """The converter of a kind; format modules are imported only when a file needs them."""
+def _ocr_converter(kind: str) -> Callable[[Path, str, OcrReader | None], ConvertedDocument]:
+    """The converter of a kind that OCR may read: PDF, image."""
     if kind == "pdf":
         from pdf_converter import convert_pdf_to_markdown
 
         return convert_pdf_to_markdown
+    from scan_formats import convert_image_to_markdown
+
+    return convert_image_to_markdown
+
+
+def _converter(kind: str) -> Callable[[Path, str], ConvertedDocument]:
+    """The converter of a kind; format modules are imported only when a file needs them."""
     if kind == "epub":
         from web_formats import convert_epub_to_markdown
 

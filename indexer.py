@@ -19,13 +19,14 @@ from typing import Any, Callable, Iterator
 
 from chunk_quality import screen_chunks
 from config import Settings
-from converter_workers import ConverterPool
+from converter_workers import ConverterPool, worker_count
 from discovery import discover
 from doc_types import Chunk, ConvertedDocument, describe_extent
-from document_converter import CONVERTER_VERSION, cached_conversion, convert_document, file_sha256
+from document_converter import CONVERTER_VERSION, cached_conversion, conversion_variant, convert_document, file_sha256
 from embeddings import EmbeddingBackend
 from errors import StoreError, plain_reason
 from keyword_index import KeywordIndex
+from ocr import OcrReader, ocr_options
 from text_splitter import split_document
 from vector_store import NullVectorStore, VectorStore
 
@@ -71,6 +72,7 @@ class FileRecord:
     indexed_at: float = 0.0
     notes: list[str] = field(default_factory=list)
     extent: str = ""  # "12 pages", "310 lines": doc_types.describe_extent
+    variant: str = ""  # document_converter.conversion_variant: the OCR options a PDF or image was read with
 
 
 @dataclass
@@ -79,6 +81,7 @@ class FailedFile:
     reason: str
     size: int = 0
     mtime: float = 0.0
+    variant: str = ""
 
 
 @dataclass
@@ -200,6 +203,8 @@ class Indexer:
         self.embedder = embedder
         self.manifest = Manifest.load(settings.manifest_path)
         self._pool: ConverterPool | None = None
+        options = ocr_options(settings, worker_count(settings.convert_workers))
+        self.ocr = OcrReader(options) if options else None  # its engine loads only if a page needs it here
         self._on_step: OnStep | None = None
         self._step = SyncStep()
 
@@ -281,10 +286,11 @@ class Indexer:
         for checked, (source, (path, st)) in enumerate(found.items()):
             record = self.manifest.files.get(source)
             failed = self.manifest.failed.get(source)
-            if record and record.size == st.st_size and record.mtime == st.st_mtime:
+            variant = self._variant(source)  # OCR turned on or off: PDFs and images are read again
+            if record and record.size == st.st_size and record.mtime == st.st_mtime and record.variant == variant:
                 report.unchanged += 1
                 continue
-            if failed and failed.size == st.st_size and failed.mtime == st.st_mtime:
+            if failed and failed.size == st.st_size and failed.mtime == st.st_mtime and failed.variant == variant:
                 report.failed[source] = plain_reason(failed.reason)
                 continue
             self._moved(files_done=checked, files_total=len(found), current=source)
@@ -293,7 +299,7 @@ class Indexer:
             except OSError as exc:
                 self._fail(source, f"cannot be read: {exc.strerror or exc}", st, report)
                 continue
-            if record and record.sha256 == sha:
+            if record and record.sha256 == sha and record.variant == variant:
                 record.mtime, record.size = st.st_mtime, st.st_size  # touched, not changed
                 report.unchanged += 1
                 continue
@@ -301,6 +307,9 @@ class Indexer:
         return todo
 
     # ------------------------------------------------------------ internals
+
+    def _variant(self, source: str) -> str:
+        return conversion_variant(Path(source), self.ocr)
 
     def _reset(self) -> None:
         self.vectors.reset()
@@ -319,7 +328,7 @@ class Indexer:
         reason = plain_reason(reason)  # it is shown to users: their words, no server paths
         log.warning("Skipped %s: %s", source, reason)
         report.failed[source] = reason
-        self.manifest.failed[source] = FailedFile(source, reason, st.st_size if st else 0, st.st_mtime if st else 0.0)
+        self.manifest.failed[source] = FailedFile(source, reason, st.st_size if st else 0, st.st_mtime if st else 0.0, self._variant(source))
         if source in self.manifest.files:  # a file that used to work and now fails: drop its stale chunks
             self._remove(source)
 
@@ -328,14 +337,16 @@ class Indexer:
         s = self.settings
         jobs = []
         for source, path, _, sha in todo:
-            if cached_conversion(s.cache_dir, sha) is not None:
-                yield source, convert_document(path, source, s.cache_dir, sha), None
+            if cached_conversion(s.cache_dir, sha, conversion_variant(path, self.ocr)) is not None:
+                yield source, convert_document(path, source, s.cache_dir, sha, self.ocr), None
             else:
                 jobs.append((source, path, sha))
         if not jobs:
             return
         if self._pool is None:
-            self._pool = ConverterPool(s.convert_workers, s.convert_timeout_s, s.convert_memory_mb, s.cache_dir)
+            self._pool = ConverterPool(
+                s.convert_workers, s.convert_timeout_s, s.convert_memory_mb, s.cache_dir, ocr=self.ocr.options if self.ocr else None
+            )
         t = time.perf_counter()
         for result in self._pool.convert(jobs):
             report.timed("convert", t)
@@ -434,7 +445,7 @@ class Indexer:
             self.manifest.files[p.source] = FileRecord(
                 source=p.source, size=p.size, mtime=p.mtime, sha256=p.sha256, kind=p.doc.kind,
                 title=p.doc.title, chunk_ids=[c.id for c in p.chunks], indexed_at=now, notes=list(p.doc.notes),
-                extent=describe_extent(p.doc, p.chunks),
+                extent=describe_extent(p.doc, p.chunks), variant=self._variant(p.source),
             )
             self.manifest.failed.pop(p.source, None)
             (report.updated if old else report.added).append(p.source)

@@ -249,6 +249,7 @@ class KeywordIndex:
                 "title": c.title, "page": c.page, "page_label": c.page_label, "start_line": c.start_line,
                 "end_line": c.end_line, "heading_path": c.heading_path,
                 "slide": c.slide, "sheet": c.sheet, "rows": c.rows, "symbol": c.symbol,
+                **({"ocr": True} if c.ocr else {}),
             }
             rows.append(
                 (c.id, c.source, Path(c.source).suffix.lower().lstrip("."), c.chunk_index, c.text,
@@ -310,7 +311,7 @@ class KeywordIndex:
                     id=cid, text=text, source=source, title=m.get("title", ""), chunk_index=index,
                     page=m.get("page"), page_label=m.get("page_label"), start_line=m.get("start_line"), end_line=m.get("end_line"),
                     heading_path=m.get("heading_path") or [],
-                    slide=m.get("slide"), sheet=m.get("sheet"), rows=m.get("rows"), symbol=m.get("symbol"),
+                    slide=m.get("slide"), sheet=m.get("sheet"), rows=m.get("rows"), symbol=m.get("symbol"), ocr=bool(m.get("ocr")),
                 )
         return out
 

@@ -19,6 +19,8 @@ from typing import Any, NamedTuple
 
 from doc_types import ConvertedDocument, Section
 from errors import ConversionError
+from ocr import OcrReader
+from scan_formats import PdfScans, read_pdf_scans
 from text_formats import escape_heading_marker
 
 NEEDS_OCR = "no extractable text (needs OCR)"
@@ -32,7 +34,8 @@ class PdfLine(NamedTuple):
     table: bool = False  # text is a whole markdown table
 
 
-def convert_pdf_to_markdown(path: Path, source: str) -> ConvertedDocument:
+def convert_pdf_to_markdown(path: Path, source: str, ocr: OcrReader | None = None) -> ConvertedDocument:
+    """The PDF's pages as sections; with `ocr`, scanned pages are read by it (scan_formats.py)."""
     import pymupdf
 
     try:
@@ -48,15 +51,21 @@ def convert_pdf_to_markdown(path: Path, source: str) -> ConvertedDocument:
         pages = [read_page(page, tables=True) for page in pdf]
         labels = [page.get_label() or None for page in pdf] if pdf.get_page_labels() else [None] * len(pages)
         meta_title = ((pdf.metadata or {}).get("title") or "").strip()
+        scans = read_pdf_scans(pdf, [sum(len(line.text) for line in lines) for lines in pages], ocr) if ocr else PdfScans()
+    for number in scans.pages:
+        pages[number - 1] = []  # the scan's stray text layer (a page number) gives way to what OCR read
     pages = _drop_running_lines(pages)
-    sections = [
-        Section(text=text, page=number, page_label=_label(labels[number - 1], number), heading_path=path_, heading_levels=levels)
-        for number, (text, path_, levels) in enumerate(outline_pages(pages), start=1)
-        if text
-    ]
+    sections = []
+    for number, (text, path_, levels) in enumerate(outline_pages(pages), start=1):
+        place = {"page": number, "page_label": _label(labels[number - 1], number), "heading_path": path_, "heading_levels": levels}
+        text, read_by_ocr = (scans.pages[number], True) if number in scans.pages else (text, False)
+        if text:
+            sections.append(Section(text=text, ocr=read_by_ocr, **place))  # type: ignore[arg-type]
+        if number in scans.pictures:
+            sections.append(Section(text=scans.pictures[number], ocr=True, **place))  # type: ignore[arg-type]
     if not sections:
-        raise ConversionError(NEEDS_OCR)
-    return ConvertedDocument(source=source, title=meta_title or path.stem, kind="pdf", sections=sections)
+        raise ConversionError(scans.nothing_read_reason() if scans.pages or scans.failed else NEEDS_OCR)
+    return ConvertedDocument(source=source, title=meta_title or path.stem, kind="pdf", sections=sections, notes=scans.notes())
 
 
 def _label(label: str | None, number: int) -> str | None:

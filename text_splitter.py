@@ -109,6 +109,7 @@ def split_document(
         position.setdefault("page_label", section.page_label)
         position.setdefault("slide", section.slide)
         position.setdefault("sheet", section.sheet)
+        position.setdefault("ocr", section.ocr)
         chunks.append(Chunk(id=chunk_id(doc.source, index, text), text=text, source=doc.source, title=doc.title, chunk_index=index, **position))  # type: ignore[arg-type]
 
     for section in doc.sections:

@@ -47,6 +47,8 @@ def chunk_metadata(chunk: Chunk) -> dict[str, Any]:
         value = getattr(chunk, key)
         if value is not None:
             meta[key] = value
+    if chunk.ocr:
+        meta["ocr"] = True
     if chunk.rows:
         meta["first_row"], meta["last_row"] = chunk.rows[0], chunk.rows[-1]
     return meta

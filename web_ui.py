@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from answer_render import answer_as_text, answer_markdown, literal_markdown, safe_markdown, sources_html
 from config import LOOPBACK
+from doc_types import PAGE_VIEW_EXTENSIONS
 from errors import ConfigError, DocqaError
 from index_status import DOCUMENT_COLUMNS, document_rows
 
@@ -94,13 +95,13 @@ def answer_message(answer: Answer) -> Message:
 
 
 def page_targets(answer: Answer) -> list[dict[str, Any]]:
-    """The PDF pages an answer's passages come from, each with the text to highlight on it."""
+    """The PDF and image pages an answer's passages come from, each with the text to highlight on it."""
     highlights = getattr(answer, "highlights", None) or {}
     targets = []
     for n, p in enumerate(answer.passages, start=1):
-        if not p.source.lower().endswith(".pdf"):
+        if Path(p.source).suffix.lower() not in PAGE_VIEW_EXTENSIONS:
             continue
-        for page in p.pages:
+        for page in p.pages or [1]:  # a one-page image is cited by file alone
             printed = p.printed_page(page)
             targets.append(
                 {

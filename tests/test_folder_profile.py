@@ -39,7 +39,7 @@ def folder(make_settings) -> tuple[Path, object]:
     (docs / "src").mkdir()
     (docs / "src" / "steps.py").write_text(python_module(20), encoding="utf-8")
     (docs / "src" / "add.go").write_text(GO, encoding="utf-8")
-    (docs / "photo.png").write_bytes(b"\x89PNG")
+    (docs / "song.mp3").write_bytes(b"ID3\x04")
     with open(docs / "big.txt", "wb") as fh:
         fh.truncate(2 * 1000 * 1000)
     (docs / "node_modules").mkdir()
@@ -55,7 +55,7 @@ def test_profile_counts_types_languages_and_skipped_files(folder):
     assert profile.by_extension == {"py": 1, "md": 1, "go": 1}
     assert profile.languages["python"]["files"] == 1 and profile.languages["go"]["files"] == 1
     assert profile.languages["python"]["lines"] == (docs / "src" / "steps.py").read_text().count("\n") + 1
-    assert profile.skipped["photo.png"] == "unsupported file type .png"
+    assert profile.skipped["song.mp3"] == "unsupported file type .mp3"
     assert "larger than the 1 MB limit" in profile.skipped["big.txt"]
     assert profile.ignored == 1  # node_modules
     assert profile.sampled == 3 and profile.failed == {}
@@ -79,7 +79,7 @@ def test_recommendations_follow_the_measurements_and_read_as_env_lines(folder):
     assert profile.recommended["CODE_CHUNK_SIZE"] >= profile.functions.p90
     assert profile.env_lines() == [f"{k}={v}" for k, v in profile.recommended.items()]
     report = format_profile(profile, settings)
-    assert f"CHUNK_SIZE={size}" in report and "now 1000" in report and "photo.png: unsupported" in report
+    assert f"CHUNK_SIZE={size}" in report and "now 1000" in report and "song.mp3: unsupported" in report
 
 
 def test_an_empty_folder_recommends_nothing(make_settings):

@@ -231,7 +231,7 @@ def folder(tmp_path_factory) -> Path:
     (docs / "guide.md").write_text(MARKDOWN, encoding="utf-8")
     (docs / "notes.txt").write_text(TEXT, encoding="utf-8")
     (docs / "loader.py").write_text(CODE, encoding="utf-8")
-    (docs / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    (docs / "song.mp3").write_bytes(b"ID3\x04\x00" + bytes(64))
     return docs
 
 
@@ -462,5 +462,5 @@ def test_stats_list_indexed_and_skipped_files_by_type(rag):
         "json": 1, "yaml": 1, "markdown": 1, "text": 1, "code": 1,
     }
     assert stats["failed"] == {}
-    assert stats["skipped"] == {"photo.png": "unsupported file type .png"}
-    assert stats["skipped_by_type"] == {"png": {"unsupported file type .png": 1}}
+    assert stats["skipped"] == {"song.mp3": "unsupported file type .mp3"}
+    assert stats["skipped_by_type"] == {"mp3": {"unsupported file type .mp3": 1}}

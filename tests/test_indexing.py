@@ -130,14 +130,14 @@ def test_touched_file_is_not_reembedded(rag, docs):
 
 def test_bad_file_is_skipped_with_its_reason_and_the_rest_indexed(open_rag, docs):
     (docs / "broken.pdf").write_bytes(b"%PDF-1.7\nthis file was cut off in the middle of a dow")
-    (docs / "photo.png").write_bytes(b"\x89PNG\r\n")
+    (docs / "song.mp3").write_bytes(b"ID3\x04")
     rag = open_rag(chunk_size=300, chunk_overlap=50)
     report = rag.index()
     assert sorted(report.added) == sorted(FILES)
     stats = rag.stats()
     assert list(stats["failed"]) == ["broken.pdf"]
     assert "PDF" in stats["failed"]["broken.pdf"]
-    assert stats["skipped"] == {"photo.png": "unsupported file type .png"}
+    assert stats["skipped"] == {"song.mp3": "unsupported file type .mp3"}
     assert_consistent(rag)
     # Unchanged, it is not retried; replaced by a good file, it is indexed and forgiven.
     assert rag.index().failed == {"broken.pdf": stats["failed"]["broken.pdf"]}

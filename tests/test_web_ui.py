@@ -319,7 +319,7 @@ def test_while_indexing_the_status_line_and_the_index_panel_both_say_so(ui):
 def test_file_table_lists_every_file_with_its_status_and_every_file_can_be_removed(ui):
     (ui.docs / "kettle.md").write_text("# Kettle\n\nDescale it.\nEvery month.\n", encoding="utf-8")
     (ui.docs / "blank.pdf").write_bytes(b"")
-    (ui.docs / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    (ui.docs / "song.mp3").write_bytes(b"ID3\x04")
     ui.rag.index()
     shown = ui.handlers.refresh([], None)
     table = shown[ui.page.docs.files_table]
@@ -327,10 +327,10 @@ def test_file_table_lists_every_file_with_its_status_and_every_file_can_be_remov
         assert f"<th>{column}</th>" in table
     assert re.search(r"<td>kettle\.md</td><td>markdown</td><td>\d+ lines</td><td>1</td><td>\d{4}-\d\d-\d\d \d\d:\d\d</td><td>indexed</td>", table), table
     assert "<td>blank.pdf</td><td>pdf</td>" in table and "failed: the file is empty (0 bytes)" in table
-    assert "<td>photo.png</td>" in table and "skipped: " in table
+    assert "<td>song.mp3</td>" in table and "skipped: " in table
     assert str(ui.docs) not in table, "no server path"
     choices = [value for _, value in shown[ui.page.docs.remove_pick]["choices"]]
-    assert choices == ["blank.pdf", "kettle.md", "photo.png"], "failed and skipped files can be removed too"
+    assert choices == ["blank.pdf", "kettle.md", "song.mp3"], "failed and skipped files can be removed too"
 
     removed = ui.handlers.remove("blank.pdf", [])
     assert "Removed" in removed[ui.page.docs.remove_report]
