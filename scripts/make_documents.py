@@ -180,12 +180,12 @@ GUIDE_PAGES: list[list[tuple[str, str]]] = [
         ("bullet", "Word documents (.docx); save older .doc files as .docx first"),
         ("bullet", "Markdown files (.md, .markdown, .mdx, .rst)"),
         ("bullet", "Plain text (.txt) and other text formats such as .csv, .json, .html and source code"),
+        ("bullet", "Images (.png, .jpg, .tif, .webp, .bmp) and scanned PDF pages, read offline with OCR"),
         (
             "p",
             "Files of other types are skipped. A file larger than 10 MB (the MAX_FILE_MB "
             "setting) is skipped too, and so is a file that cannot be converted to text, such "
-            "as a scanned PDF without a text layer (it needs OCR first). The other documents "
-            "are still indexed.",
+            "as a damaged PDF. The other documents are still indexed.",
         ),
         ("h2", "Incremental indexing"),
         (
@@ -667,8 +667,8 @@ only be opened from the same machine.
 
 PDF (`.pdf`), Word (`.docx`), Markdown (`.md`, `.markdown`, `.mdx`, `.rst`),
 plain text (`.txt`) and other text formats such as `.csv`, `.json`, `.html` and
-source code. Put the files in the `documents` folder. Chapter 3 of the user
-guide explains size limits and skipped files.
+source code, and images and scanned PDFs (read with OCR). Put the files in the
+`documents` folder; chapter 3 of the user guide explains limits and skipped files.
 
 ## How can I make the answers more accurate?
 
