@@ -131,10 +131,10 @@ def main(argv: list[str] | None = None) -> int:
     load_after = os.getloadavg()[0]
 
     stats = {key: summary(rows, f"{key}_s") for key in ("visible", "first_token", "answer")}
-    print(f"{'model':<38}{'questions':>10}{'visible p50/p95':>18}{'first token p50/p95':>22}{'answer p50/p95':>18}")
+    print(f"{'model':<20}{'questions':>10}{'visible p50/p95':>18}{'first token p50/p95':>22}{'answer p50/p95':>18}")
     cells = [f"{stats[key]['p50']} / {stats[key]['p95']} s" for key in ("visible", "first_token", "answer")]
-    print(f"{model_name:<38}{len(rows):>10}{cells[0]:>18}{cells[1]:>22}{cells[2]:>18}")
-    print(f"model load (and one token) {load_s:.1f} s, retriever warm-up {warm_s:.1f} s, index {index_s:.1f} s; "
+    print(f"{args.model:<20}{len(rows):>10}{cells[0]:>18}{cells[1]:>22}{cells[2]:>18}")
+    print(f"{model_name}: model load (and one token) {load_s:.1f} s, retriever warm-up {warm_s:.1f} s, index {index_s:.1f} s; "
           f"load average {load_before:.1f} -> {load_after:.1f} on {os.cpu_count()} cores")
     print(json.dumps({
         "bench": "answer", "docs": str(args.docs), "questions": str(args.questions), "model": args.model,
