@@ -17,6 +17,7 @@ and the highlights: the passage sentences that support the answer or match the q
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -54,19 +55,22 @@ def split_sentences(text: str) -> list[str]:
     return spans
 
 
-FUNCTION_WORDS = frozenset(
-    tokenize(
-        "what which who whom whose when where why how is are was were be been do does did done can could "
-        "should would will shall may might must i me my you your we our it its they them their this that "
-        "these those there here a an the of about also and but so then else just"
+@functools.cache
+def function_words() -> frozenset[str]:
+    """Asking and pointing words, stemmed: the keyword index keeps them, but they carry no content.
+    Made on first use: stemming needs the keyword index's stop words, which import bm25s."""
+    return frozenset(
+        tokenize(
+            "what which who whom whose when where why how is are was were be been do does did done can could "
+            "should would will shall may might must i me my you your we our it its they them their this that "
+            "these those there here a an the of about also and but so then else just"
+        )
     )
-)
-"""Asking and pointing words, stemmed: the keyword index keeps them, but they carry no content."""
 
 
 def content_terms(text: str) -> set[str]:
     """Stemmed content words, as the keyword index sees them, without asking words or citation numbers."""
-    return set(tokenize(CITATION.sub(" ", text))) - FUNCTION_WORDS
+    return set(tokenize(CITATION.sub(" ", text))) - function_words()
 
 
 def _strip_markup(sentence: str) -> str:

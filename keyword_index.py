@@ -43,7 +43,9 @@ so is `%` after a digit, a percent sign (1,274 SciFact abstracts hold one)."""
 _ENCLOSING = "()[]{}'\"`“”‘’.,;:!?"
 
 
-def _stopwords() -> frozenset[str]:
+@functools.cache
+def stopwords() -> frozenset[str]:
+    """bm25s's English stop words, read on first use: importing bm25s costs about 0.5 s (numba, scipy)."""
     try:
         from bm25s.stopwords import STOPWORDS_EN
 
@@ -52,7 +54,6 @@ def _stopwords() -> frozenset[str]:
         return frozenset()
 
 
-STOPWORDS = _stopwords()
 _stemmer_local = threading.local()
 ASKING_WORDS = "what which whom whose when where why how do does did can could should would shall may might must me my you your we our"
 """Words that shape a question but name nothing in the answer. bm25s keeps them (its stop words are
@@ -121,7 +122,8 @@ def tokenize(text: str) -> list[str]:
                 words.extend(parts)
                 continue
         words.append(lower)
-    words = [w for w in words if w not in STOPWORDS and len(w) < 64]
+    stop = stopwords()
+    words = [w for w in words if w not in stop and len(w) < 64]
     return (_stem(words) if words else []) + symbol_tokens(text)
 
 

@@ -25,7 +25,6 @@ from config import Settings
 from data_folder import DataLock, LockMode, ensure_writable, open_stores_or_rebuild
 from embeddings import EmbeddingBackend
 from errors import EmbeddingError, LLMError, describe_error
-from folder_profile import format_profile, profile_folder
 from grounding import claim_sentences
 from index_status import DocumentStatus, IndexCheck, IndexStatus, IndexTracker, document_statuses, manifest_stats
 from indexer import Indexer, IndexReport, Progress
@@ -439,5 +438,7 @@ class RAGSystem:
 
 def profile_documents(settings: Settings) -> tuple[dict[str, Any], str]:
     """`main.py analyze`: the documents folder profiled, as JSON and as a report recommending chunk settings."""
+    from folder_profile import format_profile, profile_folder
+
     profile = profile_folder(settings)
     return profile.to_json(), format_profile(profile, settings)

@@ -11,12 +11,13 @@ Everything else is cut by size with overlap, at paragraph, sentence or word boun
 from __future__ import annotations
 
 import re
-from typing import Callable
-
-from langchain_text_splitters import RecursiveCharacterTextSplitter
+from typing import TYPE_CHECKING, Callable
 
 from code_chunker import code_units
 from doc_types import Chunk, ConvertedDocument, Section, chunk_id, language_of
+
+if TYPE_CHECKING:
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 HEADING_SEPARATORS = ["\n# ", "\n## ", "\n### "]
 MARKDOWN_KINDS = {"pdf", "epub", "docx", "pptx", "html", "markdown"}
@@ -24,6 +25,9 @@ _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 
 
 def make_splitter(chunk_size: int, chunk_overlap: int, separators: list[str], markdown: bool) -> RecursiveCharacterTextSplitter:
+    # Imported here: about 0.4 s (langchain_core, pydantic), which only splitting a file needs.
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
     seps = (HEADING_SEPARATORS + list(separators)) if markdown else list(separators)
     return RecursiveCharacterTextSplitter(
         chunk_size=chunk_size,

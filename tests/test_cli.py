@@ -94,6 +94,35 @@ def test_stats_json_describes_the_index(shipped):
     assert stats["files_by_type"] == {"docx": 1, "markdown": 1, "pdf": 1}
 
 
+HEAVY_LIBRARIES = {
+    "gradio", "fastapi", "uvicorn", "starlette", "mcp",  # serve and mcp only
+    "torch", "sentence_transformers", "transformers", "onnxruntime",  # embedding a question or a file
+    "llama_cpp",  # loading the embedded model
+    "rapidocr", "rapidocr_onnxruntime",  # OCR of a scanned page
+    "bm25s", "numba", "langchain_text_splitters", "langchain_core",  # keyword search, splitting a file
+}
+"""Libraries that cost from 0.2 s to several seconds to import, and that the read-only commands never use."""
+
+
+@pytest.mark.parametrize(
+    ("args", "allowed"),
+    [(["stats"], {"chromadb"}), (["stats", "--files"], {"chromadb"}), (["check"], {"chromadb"}), (["config"], set())],
+)
+def test_light_commands_import_no_heavy_library(shipped, args, allowed):
+    """`stats`, `check` and `config` start in about a second: a library is imported where it is used, not at start-up."""
+    probe = (
+        "import json, sys; import main; code = main.main(sys.argv[1:]); "
+        "print(json.dumps(sorted({k.split('.')[0] for k in sys.modules})), file=sys.stderr); sys.exit(code)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe, *args], cwd=ROOT, env=shipped["env"], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    imported = set(json.loads(result.stderr.strip().splitlines()[-1]))
+    assert imported & HEAVY_LIBRARIES == set()
+    assert imported & {"chromadb"} <= allowed  # config opens no store
+
+
 def test_stats_files_prints_every_file_with_its_type_extent_chunks_and_status(make_settings, embedder, monkeypatch, capsys):
     import embeddings
     import main
