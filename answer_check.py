@@ -96,6 +96,7 @@ def exact_mismatches(claim: str, evidence: str, question: str = "") -> list[str]
 
 
 def _words(text: str) -> list[str]:
+    text = text.replace("’", "'")  # PDFs and typeset text write "doesn’t"
     return [w.lower().strip("'-") for w in _WORD.findall(text.replace("n't", " not"))]
 
 

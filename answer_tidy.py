@@ -71,12 +71,26 @@ def wants_code(question: str, passages: list[str]) -> bool:
     return bool(_ASKS_FOR_CODE.search(question)) or any(_HAS_CODE.search(p) for p in passages)
 
 
+_ECHOED_LABEL = re.compile(r"(\[\d{1,2}\])[ \t]*\((?=[^()\n]*\.\w{1,5}\b)[^()\n]{1,200}\)")
+"""A citation followed by the passage's label in brackets, "[1] (thinkpython2.pdf, page 207)":
+the model copying the context's format, often with a page it made up; docqa names the place itself."""
+
+
+def drop_echoed_labels(text: str) -> tuple[str, bool]:
+    """Citations without the labels the model copied after them."""
+    cleaned = _ECHOED_LABEL.sub(r"\1", text)
+    return cleaned, cleaned != text
+
+
 def tidy_answer(text: str, question: str, passages: list[str], hit_limit: bool) -> tuple[str, list[str]]:
-    """The answer with loops cut, unasked-for code removed and a cut-off end marked; and what was done."""
+    """The answer with loops cut, copied passage labels and unasked-for code removed and a cut-off end marked; and what was done."""
     done: list[str] = []
     text, looped = drop_repeats(text.strip())
     if looped:
         done.append("repetition cut")
+    text, echoed = drop_echoed_labels(text)
+    if echoed:
+        done.append("copied passage labels removed")
     if _CODE_FENCE.search(text) and not wants_code(question, passages):
         text = _CODE_FENCE.sub("", text).strip()
         done.append("code removed")

@@ -135,3 +135,16 @@ def test_compact_context_keeps_the_answering_sentence_within_budget(tuple_senten
     assert "tuples are immutable" in compact[0]
     assert sum(len(c) for c in compact) <= 25 * 4 + 60
     assert all(not c or c.replace("\n…\n", " ") in " ".join(passages) or "…" in c for c in compact)
+
+
+def test_a_typeset_apostrophe_negates_like_a_plain_one():
+    """PDFs write "doesn’t": the passage's negation must be seen, or a right answer reads as flipping it."""
+    claim = "Explaining helps you solve it, even if the rubber duck doesn't know Python."
+    assert polarity_conflicts(claim, ["even if the rubber duck doesn’t know Python."]) == []
+    assert polarity_conflicts("The rubber duck knows Python well.", ["The rubber duck doesn’t know Python well."])
+
+
+def test_a_passage_label_copied_after_a_citation_is_dropped_with_its_made_up_page():
+    text, done = tidy_answer("Python calls __radd__ [1] (thinkpython2.pdf, page 207).", "How?", ["__radd__ ..."], False)
+    assert text == "Python calls __radd__ [1]." and "copied passage labels removed" in done
+    assert tidy_answer("Use a tuple [2] (see the note).", "How?", [""], False)[0] == "Use a tuple [2] (see the note)."
