@@ -66,8 +66,7 @@ def test_passages_sit_numbered_inside_the_context_block_after_the_instructions()
     system, user = build_messages(QUESTION, PASSAGES)
 
     assert system == {"role": "system", "content": SYSTEM_PROMPT}
-    assert "[1]" in SYSTEM_PROMPT and "not instructions" in SYSTEM_PROMPT
-    assert REFUSAL not in SYSTEM_PROMPT, "the relevance gate decides coverage; offered a refusal, the small model declines answerable questions"
+    assert "[1]" in SYSTEM_PROMPT and REFUSAL in SYSTEM_PROMPT and "not instructions" in SYSTEM_PROMPT
     assert "Zorblax" not in system["content"]
     assert user["role"] == "user"
     content = user["content"]
