@@ -6,7 +6,7 @@ onnxruntime docqa already has, so nothing is downloaded at run time (its config.
 points at `models/` in the package; a test runs it with no network). Tesseract would
 need a system package (`apt install tesseract-ocr`) and its language data, which
 `make setup` cannot install; it is not used. Measured on this shared 2-core machine
-(`bench/ocr.py`, ten Think Python pages, one thread): 0.07 pages/s against 65 for the
+(`bench/ocr_speed.py`, ten Think Python pages, one thread): 0.07 pages/s against 65 for the
 text layer; character error rate 6.3% at 150 dpi, 5.5% at 200 (the default), 3.8% at 300,
 7.8% for a photo-like scan; retrieval hit@5 on the scans 1.0, as on the text layer.
 
@@ -97,7 +97,7 @@ class RapidOcrEngine:
             except ImportError as exc:
                 raise OcrUnavailable(OCR_INSTALL_HINT) from exc
             # Dilation joins the detected text of neighbouring lines on a page of book print into one box that
-            # reads as garbage: off, a Think Python page went from 15% CER to 0.7% (bench/ocr.py).
+            # reads as garbage: off, a Think Python page went from 15% CER to 0.7% (bench/ocr_speed.py).
             self._ocr = RapidOCR(intra_op_num_threads=self.threads, inter_op_num_threads=1, det_use_dilation=False)
             log.debug("OCR engine loaded (%d threads)", self.threads)
         return self._ocr

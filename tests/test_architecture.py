@@ -104,3 +104,13 @@ def test_a_module_imports_none_of_what_it_must_not(module):
 def test_architecture_page_names_every_module():
     page = ARCHITECTURE.read_text(encoding="utf-8")
     assert {name for name in OUR_MODULES if f"`{name}.py`" not in page} == set()
+
+
+def test_no_benchmark_script_shadows_a_module():
+    """tests/test_load.py puts bench/ on sys.path, and spawned converter workers inherit it:
+    a bench/ocr.py once made every worker import it instead of ocr.py, and every file failed."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    modules = {p.stem for p in root.glob("*.py")}
+    assert not modules & {p.stem for p in (root / "bench").glob("*.py")}

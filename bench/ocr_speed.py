@@ -1,6 +1,6 @@
 """OCR benchmark: speed against the text-layer path, character error rate, and retrieval on scans.
 
-    .venv/bin/python bench/ocr.py [--pages 5,6,24,...] [--threads N] [--skip-eval] [--json FILE]
+    .venv/bin/python bench/ocr_speed.py [--pages 5,6,24,...] [--threads N] [--skip-eval] [--json FILE]
 
 Ten pages of Think Python (../shared/eval/thinkpython, read by path, never copied) are the
 known text. They are rendered to images and rebuilt as image-only PDFs at 150, 200 and 300
