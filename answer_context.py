@@ -27,6 +27,10 @@ CHARS_PER_TOKEN = 4
 MIN_QUOTE_WORDS = 5
 QUOTE_MARGIN = 0.05
 """A second quote is shown only when it scores this close to the best one."""
+RANK_WEIGHT = 0.03
+"""What each place further down the retrieved list takes off a sentence's score: retrieval
+ranks the passage that answers first more often than a sentence's similarity alone picks it
+(quotes holding the answer, Think Python dev 0.44 -> 0.53, shipped documents 0.58 -> 0.62)."""
 
 
 @dataclass
@@ -39,15 +43,16 @@ class Quote:
 
 
 def sentence_scores(sentences: PassageSentences, question_vector: np.ndarray, question: str) -> list[np.ndarray]:
-    """Per passage, each sentence's closeness to the question: cosine plus a share of its words."""
+    """Per passage, each sentence's closeness to the question: cosine plus a share of its words,
+    less a little for each place its passage is down the retrieved list."""
     asked = content_terms(question)
     out = []
-    for texts, vectors in zip(sentences.texts, sentences.vectors, strict=True):
+    for rank, (texts, vectors) in enumerate(zip(sentences.texts, sentences.vectors, strict=True)):
         sims = vectors @ question_vector if len(texts) else np.zeros(0)
         if asked:
             overlap = np.array([len(asked & content_terms(t)) / len(asked) for t in texts])
             sims = sims + OVERLAP_WEIGHT * overlap
-        out.append(np.asarray(sims, dtype=np.float32))
+        out.append(np.asarray(sims - RANK_WEIGHT * rank, dtype=np.float32))
     return out
 
 

@@ -230,6 +230,13 @@ class Settings:
     relevance_min_similarity_with_overlap: float = _setting(
         0.45, "The lower similarity bar for a passage that holds most of the question's words."
     )
+    relevance_model_decides_similarity: float = _setting(
+        0.45,
+        "A question the rules above would refuse, whose closest passage sentence is at least this similar, "
+        "goes to the answer model instead; if the model finds no answer in the passages, that is the refusal. "
+        "A paraphrase in other words than the documents' scores 0.45-0.53, as do some questions they do not cover. "
+        "Set it to RELEVANCE_MIN_SIMILARITY or above to let only the rules decide.",
+    )
     rare_term_max_chunks: int = _setting(
         3,
         "A question word that at most this many chunks hold is rare (a name, a product, an identifier): "

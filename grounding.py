@@ -27,7 +27,7 @@ import numpy as np
 
 from answer_render import CITATION
 from config import Settings
-from keyword_index import tokenize
+from keyword_index import exact_terms, tokenize
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9`])")
 _BLOCK_BREAK = re.compile(r"\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)]|#+)\s)")
@@ -68,9 +68,21 @@ def function_words() -> frozenset[str]:
     )
 
 
+_NEGATED = re.compile(r"\b(\w+?)n['’]t\b", re.IGNORECASE)
+_CLITIC = re.compile(r"(?<=\w)['’](?:s|re|ve|ll|d|m)\b", re.IGNORECASE)
+_CONTRACTED = {"ca": "can", "wo": "will", "sha": "shall"}  # can't, won't, shan't
+
+
+def _expand_contractions(text: str) -> str:
+    """"don't" -> "do not", "it's" -> "it": split at the apostrophe, "don" and "t" read as
+    content words, which no passage without the contraction holds."""
+    text = _NEGATED.sub(lambda m: f"{_CONTRACTED.get(m.group(1).lower(), m.group(1))} not", text)
+    return _CLITIC.sub("", text)
+
+
 def content_terms(text: str) -> set[str]:
-    """Stemmed content words, as the keyword index sees them, without asking words or citation numbers."""
-    return set(tokenize(CITATION.sub(" ", text))) - function_words()
+    """Stemmed content words, as the keyword index sees them, without asking words, contractions or citation numbers."""
+    return set(tokenize(_expand_contractions(CITATION.sub(" ", text)))) - function_words()
 
 
 def _strip_markup(sentence: str) -> str:
@@ -121,6 +133,8 @@ class Relevance:
     similarity: float
     overlap: float
     relevant: bool
+    model_decides: bool = False
+    """Not relevant by the rules, but close enough that the answer model's reading decides."""
 
 
 def assess_relevance(
@@ -139,10 +153,13 @@ def assess_relevance(
     asked = content_terms(question)
     overlap = max((len(asked & terms) / len(asked) for terms in sentences.terms), default=0.0) if asked else 0.0
     exact_rare = bool(asked & rare) and any(asked <= terms for terms in sentences.terms)
+    named = set(exact_terms(question))
+    exact_rare = exact_rare or bool(named and any(named & terms for terms in sentences.terms))
     relevant = exact_rare or similarity >= settings.relevance_min_similarity or (
         overlap >= settings.relevance_min_overlap and similarity >= settings.relevance_min_similarity_with_overlap
     )
-    return Relevance(round(similarity, 4), round(overlap, 4), relevant)
+    undecided = not relevant and similarity >= settings.relevance_model_decides_similarity
+    return Relevance(round(similarity, 4), round(overlap, 4), relevant, undecided)
 
 
 @dataclass

@@ -152,18 +152,19 @@ class RAGSystem:
             yield self._finish(answer, started)
             return
         checks = self._prepare_checks(answer, search, rare)
-        if checks and not answer.relevance.get("relevant", True):
-            answer.kind, answer.refused = "refusal", True
-            answer.text = refusal_text(answer.passages)
-            self._ground(answer, checks)
-            yield self._finish(answer, started)
+        undecided = bool(checks and answer.relevance.get("model_decides") and self._available_llm() is not None)
+        if checks and not answer.relevance.get("relevant", True) and not undecided:
+            yield self._refuse(answer, checks, started)
             return
-        if checks:
+        if checks and not undecided:  # an undecided question shows no quotes until the model has read the passages
             self._quote(answer, checks)
             answer.timings["quotes_s"] = time.perf_counter() - started
             yield answer
         yield from self._generate(answer, search, history or [], started, checks)
         declined = bool(answer.text and not answer.error and model_refused(answer.text))
+        if undecided:
+            yield from self._model_decides(answer, checks, search, declined, started)
+            return
         if declined and answer.quotes:
             self._quotes_stand(answer, checks, "the model found no answer in the passages; check whether these sentences answer your question")
         elif declined:
@@ -171,6 +172,29 @@ class RAGSystem:
         elif checks and answer.text and not answer.error:
             self._judge(answer, checks, search, self._ground(answer, checks))
         yield self._finish(answer, started)
+
+    def _model_decides(self, answer: Answer, checks: Any, question: str, declined: bool, started: float) -> Iterator[Answer]:
+        """A question the relevance rules doubt: the model's answer is shown only if it passes its
+        checks; if the model finds no answer, or what it writes is set aside, the documents do
+        not cover the question (the quotes do not stand in: they would answer a question the
+        documents may not hold)."""
+        if not declined and not answer.error and answer.text:
+            notice = answer.notice
+            self._quote(answer, checks)
+            self._judge(answer, checks, question, self._ground(answer, checks))
+            if answer.set_aside is None:
+                yield self._finish(answer, started)
+                return
+            log.info("Doubtful question, model's answer set aside: refused (%s)", answer.notice)
+            answer.set_aside, answer.notice, answer.quotes = None, notice, []
+        yield self._refuse(answer, checks, started)
+
+    def _refuse(self, answer: Answer, checks: Any, started: float) -> Answer:
+        """The documents do not cover the question: say so, with the closest passages, instead of guessing."""
+        answer.kind, answer.refused = "refusal", True
+        answer.text = refusal_text(answer.passages)
+        self._ground(answer, checks)
+        return self._finish(answer, started)
 
     def ask(
         self, question: str, k: int | None = None, where: Where | None = None, history: list[dict[str, str]] | None = None
@@ -231,7 +255,10 @@ class RAGSystem:
             log.warning("Relevance and grounding checks skipped: %s", exc)
             return None
         relevance = assess_relevance(question_vector, question, sentences, self.settings, rare)
-        answer.relevance = {"similarity": relevance.similarity, "overlap": relevance.overlap, "relevant": relevance.relevant}
+        answer.relevance = {
+            "similarity": relevance.similarity, "overlap": relevance.overlap, "relevant": relevance.relevant,
+            "model_decides": relevance.model_decides,
+        }
         answer.timings["relevance_s"] = time.perf_counter() - t
         return sentences, question_vector, sentence_scores(sentences, question_vector, question)
 

@@ -99,3 +99,51 @@ def test_a_looping_model_is_cut_and_set_aside(tmp_path, embedder):
     assert "repetition cut" in answer.tidied
     assert answer.set_aside is not None and answer.set_aside.count("The default chunk size") == 1
     assert "repeated itself" in (answer.notice or "")
+
+
+DOUBTFUL = "What is the small model that comes built in called?"
+"""Asked in other words than the guide's ("the embedded model ... SmolLM2-135M-Instruct"): its best
+sentence similarity (0.48) is under RELEVANCE_MIN_SIMILARITY, so the rules alone would refuse it."""
+
+
+@pytest.mark.slow
+def test_a_doubtful_question_is_left_to_the_model_and_its_checked_answer_shown(shipped):
+    answer = shipped.ask(DOUBTFUL)
+    assert answer.relevance["model_decides"] and not answer.relevance["relevant"]
+    assert not answer.refused, answer.text
+    assert "smollm2" in answer.text.lower() and answer.set_aside is None
+    assert answer.quotes, "quotes back the answer once the model has found one"
+
+
+@pytest.mark.parametrize(
+    "pieces",
+    [
+        ["The documents do not cover this."],  # the model finds no answer
+        ["The built-in model is called GPT-9 Turbo [1]."],  # what it writes is set aside
+    ],
+)
+def test_a_doubtful_question_is_refused_when_the_model_does_not_confirm_it(tmp_path, embedder, pieces):
+    rag, server = ollama_rag(tmp_path, embedder, pieces)
+    try:
+        answer = rag.ask(DOUBTFUL)
+    finally:
+        rag.close()
+        server.__exit__(None, None, None)
+    assert answer.relevance["model_decides"]
+    assert answer.refused and answer.kind == "refusal" and answer.text.startswith("The documents do not cover this.")
+    assert not answer.quotes and answer.set_aside is None, "no quotes stand in for a question the documents may not hold"
+    assert "[1] docqa-user-guide.pdf" in answer.text, "the closest passages are listed"
+
+
+def test_a_doubtful_question_is_refused_as_before_when_the_setting_leaves_it_to_the_rules(tmp_path, embedder):
+    shutil.copytree(ROOT / "documents", tmp_path / "documents")
+    server = OllamaStandin(pieces=["The embedded model is SmolLM2-135M-Instruct [1]."]).__enter__()
+    settings = module_settings(tmp_path, llm_backend="ollama", ollama_host=server.url, relevance_model_decides_similarity=0.535)
+    rag = rag_with(settings, embedder)
+    try:
+        rag.index()
+        answer = rag.ask(DOUBTFUL)
+    finally:
+        rag.close()
+        server.__exit__(None, None, None)
+    assert answer.refused and not answer.relevance["model_decides"] and answer.model == ""
