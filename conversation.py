@@ -87,7 +87,16 @@ def looks_like_follow_up(question: str, history: list[Message]) -> bool:
         return False
     if _LEAD.match(question) or _CONNECTIVE.match(question) or _TERSE.match(question):
         return True
-    return bool(_POINTERS.search(question))
+    pointer = _POINTERS.search(question)
+    return bool(pointer) and not _names_before(question, pointer.start())
+
+
+def _names_before(question: str, at: int) -> bool:
+    """Whether the question gives an exact name (`TOP_K`, `//`, `--reindex`) before `at`: "what is TOP_K
+    set to if I don't change it" says what "it" is, and is no follow-up."""
+    from keyword_index import exact_terms
+
+    return bool(exact_terms(question[:at]))
 
 
 def key_terms(question: str) -> list[str]:

@@ -141,6 +141,14 @@ def test_short_leaning_questions_are_follow_ups_and_self_contained_ones_are_not(
     assert not looks_like_follow_up("and what about tuples?", []), "no history, nothing to follow"
 
 
+def test_a_pronoun_after_a_name_the_question_gives_points_inside_the_question() -> None:
+    # Seen in the browser: after another question, this was searched as
+    # "what is TOP_K set to if I don't change it (small model comes built called two)?"
+    assert not looks_like_follow_up("what is TOP_K set to if I don't change it", HISTORY)
+    assert not looks_like_follow_up("what does // do when I give it floats?", HISTORY)
+    assert looks_like_follow_up("how do I raise it above CHUNK_SIZE?", HISTORY), "the pronoun comes first: it points back"
+
+
 def test_word_rule_swaps_in_the_new_topic_or_adds_the_earlier_one(embedder: Any) -> None:
     assert rewrite_by_rule("and what about tuples?", "How do I create a list in Python?", embedder) == (
         "How do I create a tuples in Python?"
