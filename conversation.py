@@ -87,8 +87,17 @@ def looks_like_follow_up(question: str, history: list[Message]) -> bool:
         return False
     if _LEAD.match(question) or _CONNECTIVE.match(question) or _TERSE.match(question):
         return True
-    pointer = _POINTERS.search(question)
+    pointer = next((m for m in _POINTERS.finditer(question) if not _relative(question, m)), None)
     return bool(pointer) and not _names_before(question, pointer.start())
+
+
+def _relative(question: str, pointer: re.Match[str]) -> bool:
+    """"that" after a naming word starts a clause about it ("the small model that comes built in"),
+    pointing at nothing earlier; after an asking word ("is that", "how does that") it points back."""
+    if pointer.group().lower() != "that":
+        return False
+    before = _WORD.findall(question[: pointer.start()])
+    return bool(before) and before[-1].lower() not in QUESTION_WORDS and bool(content_terms(before[-1]))
 
 
 def _names_before(question: str, at: int) -> bool:

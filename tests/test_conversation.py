@@ -149,6 +149,13 @@ def test_a_pronoun_after_a_name_the_question_gives_points_inside_the_question() 
     assert looks_like_follow_up("how do I raise it above CHUNK_SIZE?", HISTORY), "the pronoun comes first: it points back"
 
 
+def test_that_starting_a_clause_points_at_nothing_earlier() -> None:
+    # Seen in the browser: searched as "What is the small model that comes built in called (two commands set up run docqa)?"
+    assert not looks_like_follow_up("What is the small model that comes built in called?", HISTORY)
+    assert looks_like_follow_up("is that true for lists too?", HISTORY)
+    assert looks_like_follow_up("how does that work?", HISTORY)
+
+
 def test_word_rule_swaps_in_the_new_topic_or_adds_the_earlier_one(embedder: Any) -> None:
     assert rewrite_by_rule("and what about tuples?", "How do I create a list in Python?", embedder) == (
         "How do I create a tuples in Python?"
