@@ -82,6 +82,23 @@ def drop_echoed_labels(text: str) -> tuple[str, bool]:
     return cleaned, cleaned != text
 
 
+_LONE_CITATION = re.compile(r"(?<=\S)[ \t]*\n\s*((?:\[\d{1,2}\][ ,]*)+)\s*$")
+
+
+def join_lone_citation(text: str) -> tuple[str, bool]:
+    """A citation on a line of its own at the end ("...any CPU.\n\n[1]") cites the sentence before it:
+    joined to it, the grounding check tests that sentence against the passage it names (and
+    re-cites it when another passage backs it), instead of leaving a citation nothing checked."""
+    if "```" in text:
+        return text, False
+    match = _LONE_CITATION.search(text)
+    if not match:
+        return text, False
+    head, cite = text[: match.start()], match.group(1).strip(" ,")
+    end = len(head.rstrip(".!?"))  # "CPU. [1]" would split into a sentence and a bare "[1]": "CPU [1]."
+    return f"{head[:end]} {cite}{head[end:]}", True
+
+
 def tidy_answer(text: str, question: str, passages: list[str], hit_limit: bool) -> tuple[str, list[str]]:
     """The answer with loops cut, copied passage labels and unasked-for code removed and a cut-off end marked; and what was done."""
     done: list[str] = []
@@ -91,6 +108,9 @@ def tidy_answer(text: str, question: str, passages: list[str], hit_limit: bool) 
     text, echoed = drop_echoed_labels(text)
     if echoed:
         done.append("copied passage labels removed")
+    text, lone = join_lone_citation(text)
+    if lone:
+        done.append("citation joined to its sentence")
     if _CODE_FENCE.search(text) and not wants_code(question, passages):
         text = _CODE_FENCE.sub("", text).strip()
         done.append("code removed")

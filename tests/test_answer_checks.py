@@ -148,3 +148,19 @@ def test_a_passage_label_copied_after_a_citation_is_dropped_with_its_made_up_pag
     text, done = tidy_answer("Python calls __radd__ [1] (thinkpython2.pdf, page 207).", "How?", ["__radd__ ..."], False)
     assert text == "Python calls __radd__ [1]." and "copied passage labels removed" in done
     assert tidy_answer("Use a tuple [2] (see the note).", "How?", [""], False)[0] == "Use a tuple [2] (see the note)."
+
+
+def test_a_citation_on_a_line_of_its_own_is_joined_to_the_sentence_it_cites(embedder):
+    # Seen in the browser: "...runs on any CPU.\n\n[1]", with passage 1 not the one that says so.
+    answer = "The built-in model is SmolLM2-135M-Instruct, run by llama.cpp inside docqa.\n\n[1]"
+    text, done = tidy_answer(answer, "What is the built-in model called?", [""], False)
+    assert text == "The built-in model is SmolLM2-135M-Instruct, run by llama.cpp inside docqa [1]."
+    assert "citation joined to its sentence" in done
+    from grounding import check_grounding
+    from config import load_settings
+
+    passages = ["make run sets everything up and starts docqa.", "Without Ollama, docqa uses its embedded model: SmolLM2-135M-Instruct, run by llama.cpp inside the docqa process."]
+    sentences = PassageSentences.embed(embedder, passages)
+    grounding = check_grounding(text, sentences, embedder, load_settings(environ={}))
+    assert grounding.checked and grounding.checked[0].cited == [1], "the sentence is now checked against the passage it names"
+    assert not grounding.checked[0].supported, "and passage 1 does not back it, so the wrong citation is caught"
