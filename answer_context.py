@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grounding import PassageSentences, content_terms
+from name_search import defines_in_table, named_identifiers
 
 OVERLAP_WEIGHT = 0.15
 """How much sharing the question's content words adds to a sentence's cosine similarity."""
@@ -27,6 +28,9 @@ CHARS_PER_TOKEN = 4
 MIN_QUOTE_WORDS = 5
 QUOTE_MARGIN = 0.05
 """A second quote is shown only when it scores this close to the best one."""
+DEFINITION_BONUS = 0.2
+"""Added to a table row whose first cell is a name the question gives (`| TOP_K | 5 | … |`): the
+row that defines it answers "what is TOP_K set to", however little its words look like the question's."""
 RANK_WEIGHT = 0.03
 """What each place further down the retrieved list takes off a sentence's score: retrieval
 ranks the passage that answers first more often than a sentence's similarity alone picks it
@@ -43,15 +47,19 @@ class Quote:
 
 
 def sentence_scores(sentences: PassageSentences, question_vector: np.ndarray, question: str) -> list[np.ndarray]:
-    """Per passage, each sentence's closeness to the question: cosine plus a share of its words,
-    less a little for each place its passage is down the retrieved list."""
+    """Per passage, each sentence's closeness to the question: cosine plus a share of its words (and a
+    bonus for a table row defining a name it gives), less a little for each place its passage is
+    down the retrieved list."""
     asked = content_terms(question)
+    names = named_identifiers(question)
     out = []
     for rank, (texts, vectors) in enumerate(zip(sentences.texts, sentences.vectors, strict=True)):
         sims = vectors @ question_vector if len(texts) else np.zeros(0)
         if asked:
             overlap = np.array([len(asked & content_terms(t)) / len(asked) for t in texts])
             sims = sims + OVERLAP_WEIGHT * overlap
+        if names:
+            sims = sims + DEFINITION_BONUS * np.array([defines_in_table(t.strip(), names) for t in texts], dtype=np.float32)
         out.append(np.asarray(sims - RANK_WEIGHT * rank, dtype=np.float32))
     return out
 

@@ -156,11 +156,25 @@ def test_a_citation_on_a_line_of_its_own_is_joined_to_the_sentence_it_cites(embe
     text, done = tidy_answer(answer, "What is the built-in model called?", [""], False)
     assert text == "The built-in model is SmolLM2-135M-Instruct, run by llama.cpp inside docqa [1]."
     assert "citation joined to its sentence" in done
-    from grounding import check_grounding
     from config import load_settings
+    from grounding import check_grounding
 
     passages = ["make run sets everything up and starts docqa.", "Without Ollama, docqa uses its embedded model: SmolLM2-135M-Instruct, run by llama.cpp inside the docqa process."]
     sentences = PassageSentences.embed(embedder, passages)
     grounding = check_grounding(text, sentences, embedder, load_settings(environ={}))
     assert grounding.checked and grounding.checked[0].cited == [1], "the sentence is now checked against the passage it names"
     assert not grounding.checked[0].supported, "and passage 1 does not back it, so the wrong citation is caught"
+
+
+def test_the_table_row_defining_a_named_setting_is_the_quote(embedder):
+    # Seen in the browser: "what is TOP_K set to" quoted "... TOP_K must be at least 1." over the row giving its default.
+    question = "what is TOP_K set to if I don't change it"
+    passages = [
+        "CHUNK_OVERLAP must be at least 0 and smaller than CHUNK_SIZE, and TOP_K must be at least 1.",
+        "| Variable | Default | Meaning |\n| --- | --- | --- |\n| CHUNK_SIZE | 1000 | Characters of text per chunk. |\n| TOP_K | 5 | Passages given to the model. |",
+    ]
+    sentences = PassageSentences.embed(embedder, passages)
+    scores = sentence_scores(sentences, np.asarray(embedder.embed_query(question), dtype=np.float32), question)
+    quotes = select_quotes(sentences, scores)
+    assert quotes[0].number == 2 and "| TOP_K | 5 | Passages given to the model. |" in quotes[0].text
+    assert "must be at least 1" not in " ".join(q.text for q in quotes[:1])
