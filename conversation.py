@@ -28,6 +28,7 @@ import numpy as np
 from answer_render import CITATION
 from config import Settings
 from grounding import content_terms
+from keyword_index import exact_terms
 
 log = logging.getLogger(__name__)
 
@@ -103,8 +104,6 @@ def _relative(question: str, pointer: re.Match[str]) -> bool:
 def _names_before(question: str, at: int) -> bool:
     """Whether the question gives an exact name (`TOP_K`, `//`, `--reindex`) before `at`: "what is TOP_K
     set to if I don't change it" says what "it" is, and is no follow-up."""
-    from keyword_index import exact_terms
-
     return bool(exact_terms(question[:at]))
 
 

@@ -154,8 +154,8 @@ def assess_relevance(
     overlap = max((len(asked & terms) / len(asked) for terms in sentences.terms), default=0.0) if asked else 0.0
     exact_rare = bool(asked & rare) and any(asked <= terms for terms in sentences.terms)
     named = set(exact_terms(question))
-    exact_rare = exact_rare or bool(named and any(named & terms for terms in sentences.terms))
-    relevant = exact_rare or similarity >= settings.relevance_min_similarity or (
+    exact_name = bool(named) and any(named & terms for terms in sentences.terms)
+    relevant = exact_rare or exact_name or similarity >= settings.relevance_min_similarity or (
         overlap >= settings.relevance_min_overlap and similarity >= settings.relevance_min_similarity_with_overlap
     )
     undecided = not relevant and similarity >= settings.relevance_model_decides_similarity

@@ -181,12 +181,11 @@ def test_a_passage_holding_the_exact_name_the_question_gives_passes_the_gate(emb
 
 
 def test_of_two_equally_good_sentences_the_higher_ranked_passage_is_quoted(embedder: Any) -> None:
-    from answer_context import select_quotes, sentence_scores
+    from answer_context import RANK_WEIGHT, select_quotes, sentence_scores
 
     text = "A tuple is an immutable sequence of values, written with commas between them."
-    sentences = PassageSentences.embed(embedder, [text, text.replace("values", "values,")])
+    sentences = PassageSentences.embed(embedder, [text, text])
     question = "What is a tuple?"
     scores = sentence_scores(sentences, np.asarray(embedder.embed_query(question), dtype=np.float32), question)
-    quotes = select_quotes(sentences, scores)
-    assert quotes[0].number == 1
-    assert float(scores[0][0]) > float(scores[1][0])
+    assert float(scores[0][0] - scores[1][0]) == pytest.approx(RANK_WEIGHT, abs=1e-5), "one place down costs RANK_WEIGHT"
+    assert select_quotes(sentences, scores)[0].number == 1
