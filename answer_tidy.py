@@ -99,6 +99,63 @@ def join_lone_citation(text: str) -> tuple[str, bool]:
     return f"{head[:end]} {cite}{head[end:]}", True
 
 
+ECHO_MIN_CHARS = 250
+"""Copied passage text, this long over two or more lines, is the model echoing its context, not answering."""
+PASSAGE_COPIED = "passage copied"
+"""What `tidied` says when the whole answer is a passage's text again (answer_verdict.judge sets it aside)."""
+_CONTEXT_LABEL = re.compile(r"^\s*(?:\[\d{1,2}\][ ,]*)+(?:\([^()\n]{0,200}\))?\s*$")
+
+
+def _line_kinds(text: str, passages: list[str]) -> list[tuple[int, str, int]]:
+    """Each line's offset, kind ("copy", "label", "own") and copied length; code lines count as the model's own."""
+    hay = " ".join(" ".join(p.split()) for p in passages)
+    kinds, at, fenced = [], 0, False
+    for line in text.splitlines(keepends=True):
+        flat = " ".join(line.split())
+        if flat.startswith("```"):
+            fenced = not fenced
+        if fenced or flat.startswith("```"):
+            kind = "own"
+        elif not flat or _CONTEXT_LABEL.match(flat):
+            kind = "label"
+        else:
+            words = flat.lstrip("#").strip()  # a heading the model marked up, as the context showed it
+            kind = "copy" if len(words) >= 12 and words in hay else "own"
+        kinds.append((at, kind, len(flat) if kind == "copy" else 0))
+        at += len(line)
+    return kinds
+
+
+def echo_start(text: str, passages: list[str]) -> int | None:
+    """Where the model starts copying its context line by line (a passage's lines, its "[n] (label)"), else None.
+
+    Seen in the browser: a right one-line answer followed by 900 characters of the next passage,
+    headings and all; the copy passes every check, being the passage's own words, and buries the answer.
+    """
+    run_start, copied, lines = None, 0, 0
+    for at, kind, length in _line_kinds(text, passages):
+        if kind == "own":
+            run_start, copied, lines = None, 0, 0
+            continue
+        run_start = at if run_start is None else run_start  # a "[2] (label)" line before the copy goes with it
+        if kind == "copy":
+            copied, lines = copied + length, lines + 1
+        if run_start is not None and copied >= ECHO_MIN_CHARS and lines >= 2:
+            return run_start
+    return None
+
+
+def cut_echo(text: str, passages: list[str]) -> tuple[str, str | None]:
+    """The answer without the context it copied, and what was done: the copy cut, or (all of it a copy) flagged."""
+    start = echo_start(text, passages)
+    if start is None:
+        return text, None
+    head = text[:start].rstrip()
+    if not re.search(r"\w{2,}", CITATION.sub("", head)):
+        return text, PASSAGE_COPIED
+    return head, "copied passage text cut"
+
+
 def tidy_answer(text: str, question: str, passages: list[str], hit_limit: bool) -> tuple[str, list[str]]:
     """The answer with loops cut, copied passage labels and unasked-for code removed and a cut-off end marked; and what was done."""
     done: list[str] = []
@@ -108,6 +165,10 @@ def tidy_answer(text: str, question: str, passages: list[str], hit_limit: bool) 
     text, echoed = drop_echoed_labels(text)
     if echoed:
         done.append("copied passage labels removed")
+    text, echo = cut_echo(text, passages)
+    if echo:
+        done.append(echo)
+        hit_limit = hit_limit and echo == PASSAGE_COPIED  # what is left ends where the model stopped answering
     text, lone = join_lone_citation(text)
     if lone:
         done.append("citation joined to its sentence")

@@ -178,3 +178,44 @@ def test_the_table_row_defining_a_named_setting_is_the_quote(embedder):
     quotes = select_quotes(sentences, scores)
     assert quotes[0].number == 2 and "| TOP_K | 5 | Passages given to the model. |" in quotes[0].text
     assert "must be at least 1" not in " ".join(q.text for q in quotes[:1])
+
+
+GUIDE_PASSAGE = (
+    "Setting up and running docqa takes two commands.\nThe first sets everything up and starts docqa: make run\n"
+    "### Where the virtual environment goes"
+)
+CONFIG_PASSAGE = (
+    "# docqa Configuration Reference\n\ndocqa is configured with settings such as CHUNK_SIZE or LLM_BACKEND. Every setting "
+    "has a default, so docqa works without any configuration; change a setting only when you need to.\n"
+    "## Where settings come from\n\ndocqa reads settings from several places. When a setting is given in more than one "
+    "place, the later place in this list wins (lowest precedence first):\n\n1. Built-in defaults: the Default column."
+)
+
+
+def test_context_the_model_copies_after_its_answer_is_cut():
+    # Seen in the browser: a right one-line answer, then 900 characters of the next passage, headings and all.
+    answer = (
+        "The first command: make run and make test\n\n### Where the virtual environment goes\n[2] (docqa-configuration.docx)\n"
+        + CONFIG_PASSAGE
+    )
+    text, done = tidy_answer(answer, "Which two commands set up and run docqa?", [GUIDE_PASSAGE, CONFIG_PASSAGE], True)
+    assert text == "The first command: make run and make test" and "copied passage text cut" in done
+    assert "cut off" not in done  # the copy ran to the token limit, not the answer
+
+
+def test_an_answer_that_is_only_a_copied_passage_is_set_aside():
+    text, done = tidy_answer("[2]\n" + CONFIG_PASSAGE, "Where do settings come from?", [GUIDE_PASSAGE, CONFIG_PASSAGE], False)
+    assert "passage copied" in done
+    verdict = judge(text, None, [GUIDE_PASSAGE, CONFIG_PASSAGE], "Where do settings come from?", done)
+    assert not verdict.shown and "copied a passage" in verdict.reason
+
+
+def test_a_quoted_sentence_and_copied_code_are_answers_not_echoes():
+    sentence = (
+        "docqa reads settings from several places. When a setting is given in more than one place, the later place in "
+        "this list wins (lowest precedence first):"
+    )
+    assert tidy_answer(f"{sentence} [2]", "Which place wins?", [GUIDE_PASSAGE, CONFIG_PASSAGE], False)[1] == []
+    code = "def countdown(n):\n    if n <= 0:\n        print('Blastoff!')\n    else:\n        print(n)\n        countdown(n-1)\n" * 3
+    answer = f"Like this [1]:\n\n```python\n{code}```"
+    assert tidy_answer(answer, "Show me the code for countdown", [code], False) == (answer, [])
