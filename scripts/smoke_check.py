@@ -21,8 +21,11 @@ from llm_handler import LlamaCppBackend
 backend = LlamaCppBackend(load_settings(environ={}))
 text = backend.complete([{"role": "user", "content": "Say hi."}], max_tokens=1)
 print("llama.cpp ok:", backend.name, repr(text))
-from embeddings import SentenceTransformerEmbedder as Embedder
-print("embeddings ok:", Embedder().dimension, "dimensions")
+from embeddings import make_embedder
+settings = load_settings()
+if settings.embedding_backend != "ollama":  # Ollama is a service, not something set-up installs
+    embedder = make_embedder(settings)
+    print("embeddings ok:", embedder.name, len(embedder.embed_query("ready")), "dimensions")
 """ % str(ROOT)
 
 

@@ -51,10 +51,19 @@ def make_settings(tmp_path):
 
 @pytest.fixture(scope="session")
 def embedder():
-    """The real packaged all-MiniLM-L6-v2, loaded once for the whole run."""
-    from embeddings import SentenceTransformerEmbedder as Embedder
+    """The default embedding backend (the packaged all-MiniLM-L6-v2, ONNX int8), loaded once for the whole run."""
+    from config import load_settings
+    from embeddings import make_embedder
 
-    return Embedder()
+    return make_embedder(load_settings(environ={}))
+
+
+@pytest.fixture(scope="session")
+def torch_embedder():
+    """The same model as published, in torch: the reference the ONNX exports are checked against."""
+    from embeddings import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder()
 
 
 @pytest.fixture

@@ -35,7 +35,8 @@ def _write_docs(settings) -> None:
         (settings.docs_dir / name).write_text(text)
 
 
-def test_onnx_matches_torch_and_is_exported_once(embedder, onnx_cache, caplog):
+def test_onnx_matches_torch_and_is_exported_once(torch_embedder, onnx_cache, caplog):
+    embedder = torch_embedder
     from embeddings import OnnxEmbedder
 
     onnx = OnnxEmbedder(cache_dir=onnx_cache)
@@ -57,7 +58,8 @@ def test_onnx_matches_torch_and_is_exported_once(embedder, onnx_cache, caplog):
     assert not any("Exporting" in r.getMessage() for r in caplog.records)
 
 
-def test_onnx_int8_is_close_and_gets_its_own_collection(embedder, onnx_cache):
+def test_onnx_int8_is_close_and_gets_its_own_collection(torch_embedder, onnx_cache):
+    embedder = torch_embedder
     from embeddings import OnnxEmbedder
 
     int8 = OnnxEmbedder(cache_dir=onnx_cache, quantize="int8")
@@ -72,29 +74,35 @@ def test_onnx_int8_is_close_and_gets_its_own_collection(embedder, onnx_cache):
     assert int8.onnx_path.stat().st_size < 0.75 * OnnxEmbedder(cache_dir=onnx_cache).onnx_path.stat().st_size
 
 
-def test_quantize_needs_the_onnx_backend():
+def test_the_default_is_onnx_int8_and_int8_needs_the_onnx_backend():
+    defaults = load_settings(environ={})
+    assert (defaults.embedding_backend, defaults.embedding_quantize) == ("onnx", "int8")
+    torch = load_settings(overrides={"embedding_backend": "sentence-transformers"}, environ={})
+    assert torch.embedding_quantize == "none"  # auto: quantisation is the ONNX backend's
     with pytest.raises(ConfigError, match="EMBEDDING_BACKEND=onnx"):
-        load_settings(overrides={"embedding_quantize": "int8"}, environ={})
-    settings = load_settings(overrides={"embedding_backend": "onnx", "embedding_quantize": "int8"}, environ={})
-    assert settings.embedding_quantize == "int8"
+        load_settings(overrides={"embedding_backend": "sentence-transformers", "embedding_quantize": "int8"}, environ={})
+    fp32 = load_settings(overrides={"embedding_quantize": "none"}, environ={})
+    assert (fp32.embedding_backend, fp32.embedding_quantize) == ("onnx", "none")
 
 
-def test_switching_models_reindexes_into_a_new_collection(make_settings, embedder, onnx_cache):
-    """Default -> ONNX int8 -> default: each model keeps its own collection; nothing is mixed."""
+def test_switching_models_reindexes_into_a_new_collection(make_settings, torch_embedder, onnx_cache):
+    """torch -> ONNX int8 (the default): each model keeps its own collection; nothing is mixed.
+
+    An index made before int8 became the default is re-embedded once, as for a model change."""
     from rag_system import RAGSystem
 
     base = dict(model_cache_dir=str(onnx_cache))
-    settings = make_settings(**base)
+    settings = make_settings(**base, embedding_backend="sentence-transformers")
     _write_docs(settings)
 
-    rag = RAGSystem(settings, embedder=embedder)  # the session's torch model for the default backend
+    rag = RAGSystem(settings, embedder=torch_embedder)
     try:
         assert rag.index().chunks_embedded == 3
         default_collection = rag.vectors.collection_name
     finally:
         rag.close()
 
-    rag = RAGSystem(make_settings(**base, embedding_backend="onnx", embedding_quantize="int8"))
+    rag = RAGSystem(make_settings(**base))
     try:
         report = rag.index()
         assert report.chunks_embedded == 3  # re-embedded with the new model, not reused
@@ -155,7 +163,8 @@ def test_ollama_embedding_errors_say_what_to_do(make_settings):
         rag.close()
 
 
-def test_a_corrupt_cached_onnx_model_is_exported_again(embedder, onnx_cache, tmp_path, caplog):
+def test_a_corrupt_cached_onnx_model_is_exported_again(torch_embedder, onnx_cache, tmp_path, caplog):
+    embedder = torch_embedder
     import shutil
 
     from embeddings import OnnxEmbedder

@@ -213,7 +213,7 @@ def test_setup_announces_each_long_step_and_a_rerun_does_nothing_and_says_so(fak
     first = subprocess.run(["make", "setup"], cwd=checkout, env=environ, capture_output=True, text=True, timeout=120)
     assert first.returncode == 0, first.stdout + first.stderr
     out = first.stdout
-    steps = ["Pre-flight:", "Installing requirements.txt, about 2-5 minutes", "Preparing the embedded model", "about 10 s", "Smoke check", "docqa is set up."]
+    steps = ["Pre-flight:", "Installing requirements.txt, about 2-5 minutes", "Preparing the models", "about 30 s", "Smoke check", "docqa is set up."]
     assert [out.index(step) for step in steps] == sorted(out.index(step) for step in steps)
     assert out.index("Installing requirements.txt") < out.index("fake pip install --quiet -r requirements.txt")
     assert "Building llama-cpp-python" not in out  # installed with these flags already
