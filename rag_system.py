@@ -230,7 +230,7 @@ class RAGSystem:
             return answer.question
         t = time.perf_counter()
         llm = self._available_llm() if self.settings.follow_up_rewrite == "llm" else None
-        embedder = self.embedder if self.vectors.available else None
+        embedder = self.embedder.for_checks if self.vectors.available else None
         rewrite = make_standalone(answer.question, history, llm, embedder, self.settings)
         answer.timings["rewrite_s"] = time.perf_counter() - t
         if rewrite is None or rewrite.question.strip() == answer.question:
@@ -249,8 +249,9 @@ class RAGSystem:
             return None
         t = time.perf_counter()
         try:
-            sentences = PassageSentences.embed(self.embedder, [p.text for p in answer.passages])
-            question_vector = np.asarray(self.embedder.embed_query(question), dtype=np.float32)
+            checker = self.embedder.for_checks  # torch's vectors, which the thresholds were calibrated on
+            sentences = PassageSentences.embed(checker, [p.text for p in answer.passages])
+            question_vector = np.asarray(checker.embed_query(question), dtype=np.float32)
         except EmbeddingError as exc:
             log.warning("Relevance and grounding checks skipped: %s", exc)
             return None
@@ -305,7 +306,7 @@ class RAGSystem:
         t = time.perf_counter()
         text = "" if answer.kind == "refusal" else answer.text
         try:
-            grounding = check_grounding(text, sentences, self.embedder, self.settings, question_vector, skip=[REFUSAL])
+            grounding = check_grounding(text, sentences, self.embedder.for_checks, self.settings, question_vector, skip=[REFUSAL])
         except EmbeddingError as exc:
             log.warning("Grounding check skipped: %s", exc)
             return None

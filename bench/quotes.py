@@ -52,8 +52,8 @@ def score_item(rag: Any, item: dict[str, Any], budget: int) -> dict[str, Any]:
     row: dict[str, Any] = {"id": item.get("id"), "quote": False, "context": False, "gated": True}
     if not texts:
         return row
-    sentences = PassageSentences.embed(rag.embedder, texts)
-    vector = np.asarray(rag.embedder.embed_query(question), dtype=np.float32)
+    sentences = PassageSentences.embed(rag.embedder.for_checks, texts)
+    vector = np.asarray(rag.embedder.for_checks.embed_query(question), dtype=np.float32)
     relevance = assess_relevance(vector, question, sentences, rag.settings, rag.retriever.rare_terms(question))
     row["gated"] = not (relevance.relevant or relevance.model_decides)
     if row["gated"]:

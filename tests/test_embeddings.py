@@ -74,6 +74,19 @@ def test_onnx_int8_is_close_and_gets_its_own_collection(torch_embedder, onnx_cac
     assert int8.onnx_path.stat().st_size < 0.75 * OnnxEmbedder(cache_dir=onnx_cache).onnx_path.stat().st_size
 
 
+def test_answer_checks_get_torch_vectors_when_the_index_is_int8(torch_embedder, onnx_cache):
+    """The checks' thresholds were calibrated on torch's similarities; under int8 they let wrong answers through."""
+    from embeddings import OnnxEmbedder
+
+    int8 = OnnxEmbedder(cache_dir=onnx_cache, quantize="int8")
+    checker = int8.for_checks
+    assert checker is int8.for_checks and checker.quantize == "none"  # made once per embedder
+    got, want = np.array(checker.embed_documents(TEXTS)), np.array(torch_embedder.embed_documents(TEXTS))
+    assert np.min((got * want).sum(axis=1)) > 0.9999
+    fp32 = OnnxEmbedder(cache_dir=onnx_cache)
+    assert fp32.for_checks is fp32 and torch_embedder.for_checks is torch_embedder
+
+
 def test_the_default_is_onnx_int8_and_int8_needs_the_onnx_backend():
     defaults = load_settings(environ={})
     assert (defaults.embedding_backend, defaults.embedding_quantize) == ("onnx", "int8")
