@@ -2,8 +2,9 @@
 
 - ``onnx`` (default): the packaged all-MiniLM-L6-v2 exported once to ONNX by `make setup`
   (cached under MODEL_CACHE_DIR) and run by ONNX Runtime, so no run after set-up imports
-  torch. Its weights are per-channel dynamic int8 by default (EMBEDDING_QUANTIZE=auto): faster,
-  and as good on both dev sets (docs/embedding-results.md); ``none`` gives torch's own vectors.
+  torch; fp32, torch's own vectors. ``EMBEDDING_QUANTIZE=int8`` adds per-channel dynamic int8
+  weights: faster, but its vectors depend on the batch, and one mixed-folder set lost
+  (docs/embedding-results.md).
 - ``sentence-transformers``: the same model as published, in torch.
 - ``ollama``: Ollama's /api/embed (e.g. nomic-embed-text), local or remote.
 

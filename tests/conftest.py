@@ -51,7 +51,7 @@ def make_settings(tmp_path):
 
 @pytest.fixture(scope="session")
 def embedder():
-    """The default embedding backend (the packaged all-MiniLM-L6-v2, ONNX int8), loaded once for the whole run."""
+    """The default embedding backend (the packaged all-MiniLM-L6-v2 in ONNX Runtime, fp32), loaded once for the whole run."""
     from config import load_settings
     from embeddings import make_embedder
 

@@ -89,7 +89,7 @@ def test_stats_json_describes_the_index(shipped):
     assert stats["files"] == 3
     assert stats["chunks"] == chunks == stats["vector_store_chunks"] == stats["keyword_index_chunks"]
     assert stats["failed"] == {}
-    assert stats["embedding_model"] == "all-MiniLM-L6-v2-int8"  # the default: ONNX, int8 weights
+    assert stats["embedding_model"] == "all-MiniLM-L6-v2"  # the default: ONNX fp32, the published model's vectors
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", stats["last_indexed"])
     assert stats["files_by_type"] == {"docx": 1, "markdown": 1, "pdf": 1}
 

@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SEED = int(os.environ.get("DOCQA_KILL_SEED", "20261130"))
 KILLS = int(os.environ.get("DOCQA_KILLS", "20"))
 KILL_WINDOW_S = 1.0
-"""The kill lands this long at most after the model loads: the default int8 ONNX model embeds a run's
-few changed files in about a second (torch took 2-3 s), and a kill after the run ended tests nothing."""
+"""The kill lands this long at most after the model loads: the default ONNX model embeds a run's few
+changed files in about a second (torch took 2-3 s), and a kill after the run ended tests nothing."""
 
 WORDS = (
     "river mountain engine theory protein cell galaxy market language museum harbor violin "

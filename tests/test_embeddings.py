@@ -87,21 +87,17 @@ def test_answer_checks_get_torch_vectors_when_the_index_is_int8(torch_embedder, 
     assert fp32.for_checks is fp32 and torch_embedder.for_checks is torch_embedder
 
 
-def test_the_default_is_onnx_int8_and_int8_needs_the_onnx_backend():
+def test_the_default_is_onnx_fp32_and_int8_needs_the_onnx_backend():
     defaults = load_settings(environ={})
-    assert (defaults.embedding_backend, defaults.embedding_quantize) == ("onnx", "int8")
-    torch = load_settings(overrides={"embedding_backend": "sentence-transformers"}, environ={})
-    assert torch.embedding_quantize == "none"  # auto: quantisation is the ONNX backend's
+    assert (defaults.embedding_backend, defaults.embedding_quantize) == ("onnx", "none")
     with pytest.raises(ConfigError, match="EMBEDDING_BACKEND=onnx"):
         load_settings(overrides={"embedding_backend": "sentence-transformers", "embedding_quantize": "int8"}, environ={})
-    fp32 = load_settings(overrides={"embedding_quantize": "none"}, environ={})
-    assert (fp32.embedding_backend, fp32.embedding_quantize) == ("onnx", "none")
+    settings = load_settings(overrides={"embedding_quantize": "int8"}, environ={})
+    assert (settings.embedding_backend, settings.embedding_quantize) == ("onnx", "int8")
 
 
 def test_switching_models_reindexes_into_a_new_collection(make_settings, torch_embedder, onnx_cache):
-    """torch -> ONNX int8 (the default): each model keeps its own collection; nothing is mixed.
-
-    An index made before int8 became the default is re-embedded once, as for a model change."""
+    """torch -> ONNX int8: each model keeps its own collection; nothing is mixed."""
     from rag_system import RAGSystem
 
     base = dict(model_cache_dir=str(onnx_cache))
@@ -115,7 +111,7 @@ def test_switching_models_reindexes_into_a_new_collection(make_settings, torch_e
     finally:
         rag.close()
 
-    rag = RAGSystem(make_settings(**base))
+    rag = RAGSystem(make_settings(**base, embedding_quantize="int8"))
     try:
         report = rag.index()
         assert report.chunks_embedded == 3  # re-embedded with the new model, not reused

@@ -113,7 +113,7 @@ def test_where_filter_limits_results_to_one_file(store, embedder):
 
 def test_collection_records_model_and_dimension(store, embedder):
     stats = store.get_collection_stats()
-    assert stats["embedding_model"] == embedder.name == "all-MiniLM-L6-v2-int8"
+    assert stats["embedding_model"] == embedder.name == "all-MiniLM-L6-v2"
     assert stats["dimension"] == 384
     assert store.collection.metadata["dimension"] == 384
     assert store.collection_name.endswith(embedder.fingerprint())
