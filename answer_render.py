@@ -277,8 +277,13 @@ def _quoted_lines(text: str) -> list[str]:
         if in_code:
             lines.append(line.rstrip())
         elif line.strip():
-            lines.append(" ".join(line.split()))
+            lines.append(unquoted(" ".join(line.split())))
     return lines
+
+
+def unquoted(line: str) -> str:
+    """A text line that starts with ">" (Python's ">>>" prompt) escaped: inside a quote it would nest quotes."""
+    return "\\" + line if line.startswith(">") else line
 
 
 def quote_lines(quotes: Sequence[Mapping[str, object]]) -> str:

@@ -107,7 +107,8 @@ _CONTEXT_LABEL = re.compile(r"^\s*(?:\[\d{1,2}\][ ,]*)+(?:\([^()\n]{0,200}\))?\s
 
 
 def _line_kinds(text: str, passages: list[str]) -> list[tuple[int, str, int]]:
-    """Each line's offset, kind ("copy", "label", "own") and copied length; code lines count as the model's own."""
+    """Each line's offset, kind ("copy", "label": a context label or short copied line, "own") and copied
+    length; lines in a code fence count as the model's own."""
     hay = " ".join(" ".join(p.split()) for p in passages)
     kinds, at, fenced = [], 0, False
     for line in text.splitlines(keepends=True):
@@ -120,7 +121,10 @@ def _line_kinds(text: str, passages: list[str]) -> list[tuple[int, str, int]]:
             kind = "label"
         else:
             words = flat.lstrip("#").strip()  # a heading the model marked up, as the context showed it
-            kind = "copy" if len(words) >= 12 and words in hay else "own"
+            if words not in hay:
+                kind = "own"
+            else:  # a short copied line (">>>hours", "1") neither counts nor ends the copy around it
+                kind = "copy" if len(words) >= 12 else "label"
         kinds.append((at, kind, len(flat) if kind == "copy" else 0))
         at += len(line)
     return kinds

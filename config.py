@@ -115,7 +115,7 @@ class Settings:
     embedding_quantize: str = _setting(
         "none",
         "int8 weights for the onnx backend: faster to embed, but int8 vectors depend on the batch they are "
-        "embedded in, and in the mixed folder the shipped set's hit@1 fell 0.846 -> 0.769 "
+        "embedded in, and in the mixed folder the shipped set's hit@1 fell 0.846 -> 0.808 "
         "(docs/embedding-results.md). none is fp32, the torch model's own vectors. int8 needs EMBEDDING_BACKEND=onnx.",
         choices=("none", "int8"),
     )

@@ -219,3 +219,30 @@ def test_a_quoted_sentence_and_copied_code_are_answers_not_echoes():
     code = "def countdown(n):\n    if n <= 0:\n        print('Blastoff!')\n    else:\n        print(n)\n        countdown(n-1)\n" * 3
     answer = f"Like this [1]:\n\n```python\n{code}```"
     assert tidy_answer(answer, "Show me the code for countdown", [code], False) == (answer, [])
+
+
+def test_a_copied_worked_example_with_short_lines_is_cut():
+    # Seen in the browser: the model's own sentence, then the book's example copied line by line (">>>hours", "1").
+    passage = (
+        "The floor division operator, //, divides two numbers and rounds down to an integer. For example\n"
+        "suppose the run time of a movie is 105 minutes. You might want to know how long that is in hours.\n"
+        "But we don't normally write hours with decimal points. Floor division returns the integer number\n"
+        "of hours, dropping the fraction part:\n>>>minutes=105\n>>>hours=minutes// 60\n>>>hours\n1\n\n"
+        "To get the remainder, you could subtract off one hour in minutes:\n>>>remainder=minutes-hours*60\n>>>remainder\n45\n48"
+    )
+    copied = passage[passage.index("But we"):]
+    answer = f"The // operator divides two numbers and rounds down to an integer.\n{copied} [1]"
+    text, done = tidy_answer(answer, "What does the // operator do?", [passage], True)
+    assert text == "The // operator divides two numbers and rounds down to an integer." and "copied passage text cut" in done
+
+
+def test_a_python_prompt_in_a_quote_is_not_a_nested_quote():
+    # Seen in the browser: ">>>minutes=105" from the book showed as three nested quote bars.
+    from answer_context import Quote
+    from answer_render import quotes_markdown as shown_first
+
+    text = "Floor division returns the integer number of hours:\n>>>minutes=105\n>>>hours=minutes// 60"
+    for shown in (quotes_markdown([Quote(1, text, 1.0)], ["book.pdf, page 3"]), shown_first([{"text": text, "passage": 1, "location": "book.pdf, page 3"}])):
+        assert "> \\>>>minutes=105" in shown and "\n> >>>" not in shown
+    fenced = "Like this:\n```\n>>> 7 // 2\n3\n```"
+    assert "> >>> 7 // 2" in quotes_markdown([Quote(1, fenced, 1.0)], ["book.pdf, page 3"])  # code keeps its prompt
