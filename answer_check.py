@@ -90,9 +90,20 @@ def exact_mismatches(claim: str, evidence: str, question: str = "") -> list[str]
     spans += [m.group(0) for m in _IDENTIFIER.finditer(_CODE_SPAN.sub(" ", claim))]
     for span in spans:
         key = _normal(span).strip(" .").removesuffix("()")
-        if key and not CITATION.fullmatch(span.strip()) and key not in allowed:
+        if key and not CITATION.fullmatch(span.strip()) and key not in allowed and not _parts_named(key, allowed):
             problems.append(f"`{span.strip()}` is not in the passage")
     return list(dict.fromkeys(problems))
+
+
+_DOTTED = re.compile(r"[a-z_]\w*(?:\.[a-z_]\w*)+")
+
+
+def _parts_named(key: str, allowed: str) -> bool:
+    """A dotted name whose every part the passage names as a word: `collections.Counter` beside
+    "Counter, defined in the collections module" (a model writes the full name the passage spells out)."""
+    if not _DOTTED.fullmatch(key):
+        return False
+    return all(re.search(rf"(?<![\w.]){re.escape(part)}(?!\w)", allowed) for part in key.split("."))
 
 
 def _words(text: str) -> list[str]:

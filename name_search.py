@@ -13,7 +13,9 @@ API table says what it is. Such a table holds many rows, so BM25's length normal
 ranks it below short passages that merely mention the name. It is moved up to just after
 the best passage, not before it: a question that names a setting often asks what to do
 with it ("I changed CHUNK_SIZE. What do I run now?"), which prose answers, and putting the
-table first lost that answer its first place on the shipped documents' dev set.
+table first lost that answer its first place on the shipped documents' dev set. When the
+question asks what the name is ("What is TOP_K?", "what is TOP_K set to", "Default value
+of TOP_K?"), the defining row is the answer, and it goes first.
 """
 
 from __future__ import annotations
@@ -58,9 +60,27 @@ def defines_in_table(text: str, names: set[str]) -> bool:
     return bool(names) and "|" in text and any(normalise(m.group(1).strip()) in names for m in _TABLE_ROW_NAME.finditer(text))
 
 
+def asks_what_it_is(question: str, names: set[str]) -> bool:
+    """Whether the question asks what a name it gives is, or its value: "What is TOP_K?", "what's
+    TOP_K set to", "What does CHUNK_OVERLAP default to?", "Default value of TOP_K?", "TOP_K?";
+    not "I changed CHUNK_SIZE. What do I run now?" (the name is not what is asked about)."""
+    text = question.strip().rstrip("?!. ")
+    spelled = "|".join(re.escape(w) for w in _WORD.findall(text) if normalise(w.removesuffix("()").strip(".")) in names)
+    if not spelled:
+        return False
+    name = rf"`?(?:{spelled})`?"
+    return bool(
+        re.fullmatch(name, text)
+        or re.search(rf"\b(?:what|which)(?:'s|\s+(?:is|are|does|do|was))\s+(?:(?:the|its|a)\s+)?(?:(?:default|value|meaning)\s+(?:of\s+)?)?{name}", text, re.I)
+        or re.search(rf"\b(?:default|value|meaning)\s+(?:value\s+)?(?:of|for)\s+{name}", text, re.I)
+        or re.search(rf"{name}(?:'s)?\s+(?:default|value)\b", text, re.I)
+    )
+
+
 def definitions_first(question: str, passages: Sequence[Any]) -> list[Any]:
     """The passages with those that define a name in the question first, scored just above the best;
-    a table row that defines it comes right after the best passage (see the module docstring)."""
+    a table row that defines it comes right after the best passage, or first when the question
+    asks what the name is (see the module docstring)."""
     names = named_identifiers(question)
     if not names:
         return list(passages)
@@ -75,6 +95,10 @@ def definitions_first(question: str, passages: Sequence[Any]) -> list[Any]:
     if table is None or table is passages[0]:
         return list(passages)
     rest = [p for p in passages if p is not table]
+    if asks_what_it_is(question, names):
+        table.score = rest[0].score * 1.01  # keeps it first when passages are re-sorted by score
+        table.found_by["name"] = 1
+        return [table, *rest]
     table.score = rest[0].score  # ties the best: stays second when passages are re-sorted by score (a stable sort)
     table.found_by["name"] = 2
     return [rest[0], table, *rest[1:]]

@@ -138,13 +138,26 @@ class VectorStore:
                 name=self.collection_name,
                 metadata={
                     "hnsw:space": "cosine",
+                    "hnsw:search_ef": settings.vector_search_breadth,
                     "embedding_model": space.model,
                     "dimension": space.dimension,
                 },
                 embedding_function=None,
             ))
+            self._set_search_breadth()
         except Exception as exc:
             raise StoreError(f"Cannot open the Chroma collection {self.collection_name}: {exc}") from exc
+
+    def _set_search_breadth(self) -> None:
+        """Search as wide as VECTOR_SEARCH_BREADTH, also in a collection made before the setting.
+
+        Chroma's default breadth (ef_search 100) equals our candidate depth, so the last
+        candidates were approximate and varied between processes; wider, they repeat.
+        """
+        want = self.settings.vector_search_breadth
+        hnsw = dict((self.collection.configuration or {}).get("hnsw") or {})
+        if hnsw.get("ef_search") != want:
+            self.collection.modify(configuration={"hnsw": {"ef_search": want}})
 
     def _wrap(self, collection: Any) -> Any:
         if self.settings.chroma_host:
@@ -260,6 +273,7 @@ class VectorStore:
         self.collection = self._wrap(self.client.get_or_create_collection(
             name=self.collection_name, metadata=meta, embedding_function=None
         ))
+        self._set_search_breadth()
 
     def drop(self) -> None:
         try:

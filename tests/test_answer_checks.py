@@ -43,6 +43,13 @@ def test_an_invented_command_or_identifier_is_flagged():
     assert exact_mismatches("Run `ollama serve`, then `ollama pull llama3.2` [1].", OLLAMA) == []
 
 
+def test_a_dotted_name_passes_when_the_passage_names_each_part():
+    passage = "Python provides a class called Counter, defined in a module called collections."
+    assert exact_mismatches("It is `collections.Counter`, a kind of dictionary.", passage) == []
+    assert exact_mismatches("Use `collections.OrderedCounter`.", passage) == ["`collections.OrderedCounter` is not in the passage"]
+    assert exact_mismatches("Use `os.walk`.", "The os module provides listdir.") == ["`os.walk` is not in the passage"]
+
+
 def test_a_quoted_string_must_be_in_the_passage():
     assert exact_mismatches('The guide says "never use the cloud".', OLLAMA)
     assert exact_mismatches("Obama said “the bubble sort would be the wrong way to go.”", "“I think the bubble sort would be the wrong way to\ngo.”") == []

@@ -44,11 +44,16 @@ def mixed_rag(tmp_path_factory, embedder):
     rag.close()
 
 
-@pytest.mark.parametrize("question", ["What is TOP_K?", "Default value of TOP_K?"])
+@pytest.mark.parametrize("question", ["What is TOP_K?", "Default value of TOP_K?", "what is TOP_K set to if I don't change it"])
 def test_a_setting_named_exactly_finds_the_configuration_docx_first(mixed_rag, question):
     passages = mixed_rag.retrieve_context(question, k=5)
     assert passages[0].source == "docqa-configuration.docx"
     assert "TOP_K" in passages[0].text
+
+
+def test_a_question_that_only_mentions_a_setting_keeps_the_prose_that_answers_it_first(mixed_rag):
+    passages = mixed_rag.retrieve_context("I changed CHUNK_SIZE. What do I have to run now?", k=5)
+    assert "--reindex" in passages[0].text and not passages[0].text.lstrip().startswith("|")
 
 
 def test_the_floor_division_operator_finds_page_67(mixed_rag):

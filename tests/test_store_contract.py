@@ -120,6 +120,56 @@ def test_collection_records_model_and_dimension(store, embedder):
 
 
 @pytest.mark.chroma_server
+def _clustered_vectors(n: int, dim: int, seed: int = 0):
+    """Unit vectors in 30 loose clusters, like text embeddings: hard enough that a narrow HNSW search misses neighbours."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((30, dim)).astype(np.float32)
+    vectors = centres[rng.integers(0, 30, n)] + 0.7 * rng.standard_normal((n, dim)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def test_the_candidates_are_the_true_nearest_ones(store, embedder):
+    """At Chroma's default breadth (ef_search 100) for 100 candidates, about one in ten of
+    them was not among the true 100 nearest here (and varied between processes); docqa
+    searches VECTOR_SEARCH_BREADTH wide, so the candidate list is (nearly) exact."""
+    import numpy as np
+
+    from doc_types import Chunk
+
+    dim = len(embedder.embed_query("dimension"))
+    vectors = _clustered_vectors(3000, dim)
+    chunks = [Chunk(id=f"v{i}", text=f"chunk {i}", source="v.txt", title="v", chunk_index=i) for i in range(len(vectors))]
+    store.add_chunks(chunks, vectors.tolist())
+    rng = np.random.default_rng(1)
+    recalls = []
+    for row in rng.integers(0, len(vectors), 10):
+        query = vectors[row] + 0.3 * rng.standard_normal(dim).astype(np.float32)
+        query /= np.linalg.norm(query)
+        found = {hit.id for hit in store.search(query.tolist(), 100)}
+        recalls.append(len(found & {f"v{i}" for i in np.argsort(-vectors @ query)[:100]}) / 100)
+    assert np.mean(recalls) >= 0.98, recalls
+
+
+def test_a_collection_made_before_the_breadth_setting_is_widened(make_settings, embedder):
+    """An index from an older docqa (ef_search 100) searches as wide as the setting once opened."""
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    from data_folder import open_vector_store
+
+    settings = make_settings()
+    store = open_vector_store(settings, embedder)
+    name = store.collection_name
+    store.drop()
+    client = chromadb.PersistentClient(path=str(settings.chroma_dir), settings=ChromaSettings(anonymized_telemetry=False))
+    client.get_or_create_collection(name, metadata={"hnsw:space": "cosine"}, embedding_function=None)
+    assert client.get_collection(name).configuration["hnsw"]["ef_search"] == 100
+    reopened = open_vector_store(settings, embedder)
+    assert reopened.collection.configuration["hnsw"]["ef_search"] == settings.vector_search_breadth == 500
+
+
 def test_rag_system_indexes_and_answers_retrieval_against_the_server(make_settings, chroma_server, embedder, tmp_path):
     from rag_system import RAGSystem
 
