@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grounding import PassageSentences, content_terms
-from name_search import defines_in_table, named_identifiers
+from name_search import asked_identifiers, defines_in_table
 
 OVERLAP_WEIGHT = 0.15
 """How much sharing the question's content words adds to a sentence's cosine similarity."""
@@ -29,8 +29,10 @@ MIN_QUOTE_WORDS = 5
 QUOTE_MARGIN = 0.05
 """A second quote is shown only when it scores this close to the best one."""
 DEFINITION_BONUS = 0.2
-"""Added to a table row whose first cell is a name the question gives (`| TOP_K | 5 | … |`): the
-row that defines it answers "what is TOP_K set to", however little its words look like the question's."""
+"""Added to a table row whose first cell is a name the question asks about (`| TOP_K | 5 | … |`): the
+row that defines it answers "what is TOP_K set to", however little its words look like the question's.
+A name only mentioned beside the question ("I changed CHUNK_SIZE. What do I run now?") gets none:
+the row was quoted there over the answer (seen in the browser)."""
 RANK_WEIGHT = 0.03
 """What each place further down the retrieved list takes off a sentence's score: retrieval
 ranks the passage that answers first more often than a sentence's similarity alone picks it
@@ -51,7 +53,7 @@ def sentence_scores(sentences: PassageSentences, question_vector: np.ndarray, qu
     bonus for a table row defining a name it gives), less a little for each place its passage is
     down the retrieved list."""
     asked = content_terms(question)
-    names = named_identifiers(question)
+    names = asked_identifiers(question)  # a name only mentioned beside the question gets no bonus
     out = []
     for rank, (texts, vectors) in enumerate(zip(sentences.texts, sentences.vectors, strict=True)):
         sims = vectors @ question_vector if len(texts) else np.zeros(0)

@@ -38,7 +38,7 @@ def judge(
 
     `labels` are the passages' places as the prompt showed them ("guide.pdf, page 3"): a
     model that repeats one names no number or file of its own."""
-    if not text.strip():
+    if not CITATION.sub("", text).strip(" \t\n.,;:"):  # nothing, or only "[1]" (seen in the browser)
         return Verdict(False, "the model wrote no answer")
     if "repetition cut" in tidied:
         return Verdict(False, "the model's answer repeated itself")

@@ -49,6 +49,17 @@ def named_identifiers(question: str) -> set[str]:
     return {n for n in names if len(n) > 1}
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def asked_identifiers(question: str) -> set[str]:
+    """The names the question asks about: those in its asking sentences (ending with "?"), or in
+    all of it when none ends so. "I changed CHUNK_SIZE. What do I run now?" asks about none."""
+    sentences = _SENTENCE_END.split(question.strip())
+    asking = [s for s in sentences if s.rstrip().endswith("?")]
+    return named_identifiers(" ".join(asking)) if asking else named_identifiers(question)
+
+
 def defines(symbol: str | None, names: set[str]) -> bool:
     if not symbol or not names:
         return False

@@ -187,6 +187,28 @@ def test_the_table_row_defining_a_named_setting_is_the_quote(embedder):
     assert "must be at least 1" not in " ".join(q.text for q in quotes[:1])
 
 
+def test_a_setting_only_mentioned_beside_the_question_does_not_make_its_row_the_quote(embedder):
+    # Seen in the browser: "I changed CHUNK_SIZE. What do I have to run now?" quoted `| CHUNK_SIZE | 1000 | ... |`.
+    question = "I changed CHUNK_SIZE. What do I have to run now?"
+    passages = [
+        "## How do I rebuild the index?\n\nRun `python main.py index --reindex`. It throws the index away and builds it "
+        "again from every file. You only need it after changing CHUNK_SIZE, CHUNK_OVERLAP or EMBEDDING_MODEL.",
+        "| Variable | Default | Meaning |\n| --- | --- | --- |\n| CHUNK_SIZE | 1000 | Characters of text per chunk. |\n| TOP_K | 5 | Passages given to the model. |",
+    ]
+    sentences = PassageSentences.embed(embedder, passages)
+    scores = sentence_scores(sentences, np.asarray(embedder.embed_query(question), dtype=np.float32), question)
+    quotes = select_quotes(sentences, scores)
+    assert quotes[0].number == 1 and "CHUNK_SIZE" in quotes[0].text
+    assert all("| CHUNK_SIZE | 1000 |" not in q.text for q in quotes)
+
+
+def test_an_answer_of_citations_only_is_no_answer():
+    # Seen in the browser: the model's whole answer was "[1]", and it was shown.
+    for text in ("[1]", " [1] [2]. ", "[1]\n"):
+        verdict = judge(text, None, [CONFIG_ROW], "What do I run now?")
+        assert not verdict.shown and verdict.reason == "the model wrote no answer"
+
+
 GUIDE_PASSAGE = (
     "Setting up and running docqa takes two commands.\nThe first sets everything up and starts docqa: make run\n"
     "### Where the virtual environment goes"
