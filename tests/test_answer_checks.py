@@ -173,6 +173,13 @@ def test_a_citation_on_a_line_of_its_own_is_joined_to_the_sentence_it_cites(embe
     assert not grounding.checked[0].supported, "and passage 1 does not back it, so the wrong citation is caught"
 
 
+def _quotes(embedder, question: str, passages: list[str]):
+    """The quotes `ask` would show for these passages."""
+    sentences = PassageSentences.embed(embedder, passages)
+    scores = sentence_scores(sentences, np.asarray(embedder.embed_query(question), dtype=np.float32), question)
+    return select_quotes(sentences, scores)
+
+
 def test_the_table_row_defining_a_named_setting_is_the_quote(embedder):
     # Seen in the browser: "what is TOP_K set to" quoted "... TOP_K must be at least 1." over the row giving its default.
     question = "what is TOP_K set to if I don't change it"
@@ -180,9 +187,7 @@ def test_the_table_row_defining_a_named_setting_is_the_quote(embedder):
         "CHUNK_OVERLAP must be at least 0 and smaller than CHUNK_SIZE, and TOP_K must be at least 1.",
         "| Variable | Default | Meaning |\n| --- | --- | --- |\n| CHUNK_SIZE | 1000 | Characters of text per chunk. |\n| TOP_K | 5 | Passages given to the model. |",
     ]
-    sentences = PassageSentences.embed(embedder, passages)
-    scores = sentence_scores(sentences, np.asarray(embedder.embed_query(question), dtype=np.float32), question)
-    quotes = select_quotes(sentences, scores)
+    quotes = _quotes(embedder, question, passages)
     assert quotes[0].number == 2 and "| TOP_K | 5 | Passages given to the model. |" in quotes[0].text
     assert "must be at least 1" not in " ".join(q.text for q in quotes[:1])
 
@@ -195,9 +200,7 @@ def test_a_setting_only_mentioned_beside_the_question_does_not_make_its_row_the_
         "again from every file. You only need it after changing CHUNK_SIZE, CHUNK_OVERLAP or EMBEDDING_MODEL.",
         "| Variable | Default | Meaning |\n| --- | --- | --- |\n| CHUNK_SIZE | 1000 | Characters of text per chunk. |\n| TOP_K | 5 | Passages given to the model. |",
     ]
-    sentences = PassageSentences.embed(embedder, passages)
-    scores = sentence_scores(sentences, np.asarray(embedder.embed_query(question), dtype=np.float32), question)
-    quotes = select_quotes(sentences, scores)
+    quotes = _quotes(embedder, question, passages)
     assert quotes[0].number == 1 and "CHUNK_SIZE" in quotes[0].text
     assert all("| CHUNK_SIZE | 1000 |" not in q.text for q in quotes)
 
