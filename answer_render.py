@@ -267,18 +267,24 @@ def quotes_markdown(quotes: Sequence[Mapping[str, object]]) -> str:
     return "\n\n".join(blocks)
 
 
-def _quoted_lines(text: str) -> list[str]:
-    """A quote's lines with their spacing collapsed, except inside code, whose indentation is part of it."""
+def quote_text_lines(text: str) -> list[tuple[str, bool]]:
+    """A quote's lines, each with whether it stands inside fenced code (whose indentation and
+    ">>>" prompts are part of it): what both quote renderers walk."""
     fenced = [span for span in code_spans(text) if span.fenced]
     lines, pos = [], 0
     for line in text.split("\n"):
-        in_code = any(span.start < pos < span.end for span in fenced)
+        lines.append((line, any(span.start < pos < span.end for span in fenced)))
         pos += len(line) + 1
-        if in_code:
-            lines.append(line.rstrip())
-        elif line.strip():
-            lines.append(unquoted(" ".join(line.split())))
     return lines
+
+
+def _quoted_lines(text: str) -> list[str]:
+    """A quote's lines with their spacing collapsed, except inside code, whose indentation is part of it."""
+    return [
+        line.rstrip() if in_code else unquoted(" ".join(line.split()))
+        for line, in_code in quote_text_lines(text)
+        if in_code or line.strip()
+    ]
 
 
 def unquoted(line: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 from answer_check import Disagreement, check_claims
 from answer_context import Quote
-from answer_render import citations, unquoted
+from answer_render import citations, quote_text_lines, unquoted
 from answer_tidy import PASSAGE_COPIED, REPEATED_EARLIER
 from grounding import CITATION, Grounding, split_sentences
 from markdown_code import closing_fence, code_spans
@@ -88,13 +88,10 @@ def quotes_markdown(quotes: Sequence[Quote], labels: Sequence[str]) -> str:
     """The quotes as the user reads them: each verbatim, with its passage number and place."""
     blocks = []
     for q in quotes:
-        fenced = [span for span in code_spans(q.text) if span.fenced]
-        lines, pos = [], 0
-        for line in q.text.splitlines():
-            in_code = any(span.start < pos < span.end for span in fenced)
-            pos += len(line) + 1
-            lines.append(f"> {line if in_code else unquoted(line.lstrip())}" if line.strip() else ">")
-        body = "\n".join(lines)
+        body = "\n".join(
+            f"> {line if in_code else unquoted(line.lstrip())}" if line.strip() else ">"
+            for line, in_code in quote_text_lines(q.text)
+        )
         body += closing_fence(body)  # a fence in the quote closes before its place is named
         blocks.append(f"{body}\n>\n> — [{q.number}] {labels[q.number - 1]}")
     return "\n\n".join(blocks)
