@@ -11,9 +11,10 @@ JUST_SET_UP := $(VENV)/.docqa-just-set-up
 LLAMA_VERSION := 0.3.36
 # The native build crashes in its AMX kernel on these CPUs, so the default build is portable
 # (any x86-64 CPU). LLAMA_CPU=auto builds for the vector units this CPU has (AVX2, AVX-512,
-# VNNI), AMX always off (scripts/llama_flags.py): ~1.45x faster prompt processing measured
-# here, but its slightly different arithmetic flips borderline answers of the 0.5B model (an
-# example question the portable build answers is declined), so it is not the default yet.
+# VNNI), AMX always off (scripts/llama_flags.py): prompts 1.4-1.6x faster, first token 6.9 ->
+# 4.4 s p50 on Think Python (2026-12-02, docs/models.md), but its slightly different arithmetic
+# flips borderline answers of the 0.5B model (Think Python answers shown 0.676 -> 0.618), so
+# it is not the default.
 LLAMA_CPU ?= portable
 LLAMA_CMAKE_ARGS := $(shell python3 scripts/llama_flags.py $(LLAMA_CPU) 2>/dev/null || echo -DGGML_NATIVE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF)
 LLAMA_FLAGS_STAMP := $(VENV)/.docqa-llama-flags

@@ -3,8 +3,7 @@
 - ``onnx`` (default): the packaged all-MiniLM-L6-v2 exported once to ONNX by `make setup`
   (cached under MODEL_CACHE_DIR) and run by ONNX Runtime, so no run after set-up imports
   torch; fp32, torch's own vectors. ``EMBEDDING_QUANTIZE=int8`` adds per-channel dynamic int8
-  weights: faster, but its vectors depend on the batch, and one mixed-folder set lost
-  (docs/embedding-results.md).
+  weights: faster, but not the default, as one mixed-folder set lost (docs/embedding-results.md).
 - ``sentence-transformers``: the same model as published, in torch.
 - ``ollama``: Ollama's /api/embed (e.g. nomic-embed-text), local or remote.
 
@@ -221,7 +220,7 @@ class SentenceTransformerEmbedder(EmbeddingBackend):
 
 
 # Bump when the export or quantization recipe changes, so cached copies are made anew.
-ONNX_EXPORT_VERSION = 1
+ONNX_EXPORT_VERSION = 2  # 2: fused attention, GELU and LayerNorm (onnx_export._fuse)
 
 
 class OnnxEmbedder(EmbeddingBackend):
@@ -235,7 +234,10 @@ class OnnxEmbedder(EmbeddingBackend):
 
     # ONNX Runtime keeps its peak buffers: batches of 64 took 1.9 GB and were no faster than 16 (0.6 GB).
     MAX_BATCH = 16
-
+    # A batch holds at most this many tokens, padding included: a full chunk (~230 of the model's 256) runs
+    # alone, which was fastest (Think Python chunks, 2 cores: 1.2-1.6x batches of 16 sorted by length), while
+    # short texts (queries, the answer checks' sentences) still share a call.
+    BATCH_TOKENS = 256
     def __init__(self, model_path: str = "", batch_size: int = 64, threads: int = 0,
                  quantize: str = "none", cache_dir: Path | None = None) -> None:
         self._model_path = model_path
@@ -248,6 +250,7 @@ class OnnxEmbedder(EmbeddingBackend):
         self._session: Any = None
         self._tokenizer: Any = None
         self._inputs: set[str] = set()
+        self._pad_id = 0
         self._lock = threading.Lock()
 
     @cached_property
@@ -335,7 +338,8 @@ class OnnxEmbedder(EmbeddingBackend):
             pad = self.folder.json("tokenizer_config.json").get("pad_token", "[PAD]")
             pad = pad.get("content", "[PAD]") if isinstance(pad, dict) else pad
             tokenizer.enable_truncation(self._max_length())
-            tokenizer.enable_padding(pad_id=tokenizer.token_to_id(pad) or 0, pad_token=pad)
+            tokenizer.no_padding()  # `_embed` pads each batch to its own longest text
+            self._pad_id = tokenizer.token_to_id(pad) or 0
             self._tokenizer = tokenizer
             self._inputs = {i.name for i in self._session.get_inputs()}
             self._pool = self._pooling()
@@ -352,7 +356,9 @@ class OnnxEmbedder(EmbeddingBackend):
         except ImportError as exc:
             raise EmbeddingError("onnxruntime is not installed — run `make setup`.") from exc
         options = ort.SessionOptions()
-        options.intra_op_num_threads = self.threads or os.cpu_count() or 1
+        # One thread per run; `_embed` runs batches side by side on `threads` of them: 1.1-1.2x two threads
+        # inside each run (Think Python chunks, 2 cores), and a short query is quickest on one thread.
+        options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
@@ -367,22 +373,52 @@ class OnnxEmbedder(EmbeddingBackend):
         from onnx_export import pool_and_normalize
 
         self._ensure_loaded()
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # similar lengths pad least
-        out: Any = None
-        step = min(self.batch_size, self.MAX_BATCH)
-        for start in range(0, len(order), step):
-            idx = order[start : start + step]
-            encoded = self._tokenizer.encode_batch([texts[i] for i in idx])
-            ids = np.array([e.ids for e in encoded], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        if not texts:
+            return []
+        encoded = self._tokenizer.encode_batch(texts)
+
+        def run(idx: list[int]) -> Any:
+            width = len(encoded[idx[0]].ids)  # the longest of the batch: lengths come sorted
+            ids = np.full((len(idx), width), self._pad_id, dtype=np.int64)
+            mask = np.zeros((len(idx), width), dtype=np.int64)
+            for row, i in enumerate(idx):
+                ids[row, : len(encoded[i].ids)] = encoded[i].ids
+                mask[row, : len(encoded[i].ids)] = 1
             feeds = {"input_ids": ids, "attention_mask": mask}
             if "token_type_ids" in self._inputs:
                 feeds["token_type_ids"] = np.zeros_like(ids)
-            vectors = pool_and_normalize(self._session.run(None, feeds)[0], mask, self._pool)
-            if out is None:  # sized by the model's output: `dimension` may need an embedding to know it
-                out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
+            return pool_and_normalize(self._session.run(None, feeds)[0], mask, self._pool)
+
+        batches = self._batches([len(e.ids) for e in encoded])
+        workers = min(self.threads or os.cpu_count() or 1, len(batches))
+        if workers > 1:  # ONNX Runtime runs one session from several threads at once, without the GIL
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(workers, thread_name_prefix="embed") as pool:
+                results = list(pool.map(run, batches))
+        else:
+            results = [run(idx) for idx in batches]
+        out = np.zeros((len(texts), results[0].shape[1]), dtype=np.float32)
+        for idx, vectors in zip(batches, results, strict=True):
             out[idx] = vectors
         return out.tolist()
+
+    def _batches(self, lengths: list[int]) -> list[list[int]]:
+        """Indices grouped longest first, each group within BATCH_TOKENS padded tokens and MAX_BATCH texts.
+
+        int8 embeds each text alone: dynamic quantisation scales a call's activations together, so a
+        vector would otherwise depend on the texts (and the padding) it was batched with.
+        """
+        order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+        limit = 1 if self.quantize == "int8" else min(self.batch_size, self.MAX_BATCH)
+        batches: list[list[int]] = []
+        for i in order:
+            batch = batches[-1] if batches else None
+            if batch and len(batch) < limit and (len(batch) + 1) * lengths[batch[0]] <= self.BATCH_TOKENS:
+                batch.append(i)
+            else:
+                batches.append([i])
+        return batches
 
 
 class OllamaEmbedder(EmbeddingBackend):

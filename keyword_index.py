@@ -45,13 +45,26 @@ _ENCLOSING = "()[]{}'\"`“”‘’.,;:!?"
 
 @functools.cache
 def stopwords() -> frozenset[str]:
-    """bm25s's English stop words, read on first use: importing bm25s costs about 0.5 s (numba, scipy)."""
+    """bm25s's English stop words, read from its `stopwords.py` alone.
+
+    Importing the package runs its `__init__` (numba, scipy: about 0.5 s), which indexing a changed
+    file otherwise never needs: the BM25 model is rebuilt on the next search, not at index time.
+    """
+    import importlib.util
+
     try:
+        package = importlib.util.find_spec("bm25s")
+        folder = next(iter(package.submodule_search_locations or [])) if package else None
+        spec = importlib.util.spec_from_file_location("docqa_bm25s_stopwords", Path(folder or "") / "stopwords.py")
+        if spec is None or spec.loader is None or folder is None:
+            raise ImportError("bm25s is not installed")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return frozenset(module.STOPWORDS_EN)
+    except (ImportError, OSError, AttributeError):  # pragma: no cover - bm25s always ships them
         from bm25s.stopwords import STOPWORDS_EN
 
         return frozenset(STOPWORDS_EN)
-    except ImportError:  # pragma: no cover - bm25s always ships them
-        return frozenset()
 
 
 _stemmer_local = threading.local()

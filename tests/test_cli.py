@@ -123,6 +123,37 @@ def test_light_commands_import_no_heavy_library(shipped, args, allowed):
     assert imported & {"chromadb"} <= allowed  # config opens no store
 
 
+def test_indexing_a_changed_file_imports_neither_bm25s_nor_torch(tmp_path):
+    """A restart after one file changed: the keyword model is rebuilt on the next search, so indexing
+    reads bm25s's stop words without importing the package (numba, scipy: about 0.5 s)."""
+    docs = tmp_path / "documents"
+    docs.mkdir()
+    shutil.copy(ROOT / "documents" / "faq.md", docs / "faq.md")
+    env = cli_env(tmp_path, DOCS_DIR=str(docs), DB_DIR=str(tmp_path / "data"))
+    assert run_cli(["index"], env).returncode == 0
+    with (docs / "faq.md").open("a") as f:
+        f.write("\nThe quokka smiles at visitors on Rottnest Island.\n")
+    probe = (
+        "import json, sys; import main; code = main.main(sys.argv[1:]); "
+        "print(json.dumps(sorted({k.split('.')[0] for k in sys.modules})), file=sys.stderr); sys.exit(code)"
+    )
+    result = subprocess.run([sys.executable, "-c", probe, "index"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "1 updated" in result.stdout
+    imported = set(json.loads(result.stderr.strip().splitlines()[-1]))
+    assert imported & {"bm25s", "numba", "torch", "sentence_transformers"} == set()
+    found = run_cli(["ask", "--no-index", "--json", "Which animal smiles at visitors on Rottnest Island?"], env)
+    assert "quokka" in found.stdout.lower()
+
+
+def test_stop_words_are_bm25s_own():
+    from bm25s.stopwords import STOPWORDS_EN
+
+    from keyword_index import stopwords
+
+    assert stopwords() == frozenset(STOPWORDS_EN) and "the" in stopwords()
+
+
 def test_stats_files_prints_every_file_with_its_type_extent_chunks_and_status(make_settings, embedder, monkeypatch, capsys):
     import embeddings
     import main
