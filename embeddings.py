@@ -3,7 +3,8 @@
 - ``onnx`` (default): the packaged all-MiniLM-L6-v2 exported once to ONNX by `make setup`
   (cached under MODEL_CACHE_DIR) and run by ONNX Runtime, so no run after set-up imports
   torch; fp32, torch's own vectors. ``EMBEDDING_QUANTIZE=int8`` adds per-channel dynamic int8
-  weights: faster, but not the default, as one mixed-folder set lost (docs/embedding-results.md).
+  weights: faster, and retrieval level or better, but not the default: Think Python answers
+  fell (docs/embedding-results.md).
 - ``sentence-transformers``: the same model as published, in torch.
 - ``ollama``: Ollama's /api/embed (e.g. nomic-embed-text), local or remote.
 
@@ -238,6 +239,7 @@ class OnnxEmbedder(EmbeddingBackend):
     # alone, which was fastest (Think Python chunks, 2 cores: 1.2-1.6x batches of 16 sorted by length), while
     # short texts (queries, the answer checks' sentences) still share a call.
     BATCH_TOKENS = 256
+
     def __init__(self, model_path: str = "", batch_size: int = 64, threads: int = 0,
                  quantize: str = "none", cache_dir: Path | None = None) -> None:
         self._model_path = model_path

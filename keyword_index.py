@@ -52,19 +52,16 @@ def stopwords() -> frozenset[str]:
     """
     import importlib.util
 
-    try:
-        package = importlib.util.find_spec("bm25s")
-        folder = next(iter(package.submodule_search_locations or [])) if package else None
-        spec = importlib.util.spec_from_file_location("docqa_bm25s_stopwords", Path(folder or "") / "stopwords.py")
-        if spec is None or spec.loader is None or folder is None:
-            raise ImportError("bm25s is not installed")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return frozenset(module.STOPWORDS_EN)
-    except (ImportError, OSError, AttributeError):  # pragma: no cover - bm25s always ships them
+    package = importlib.util.find_spec("bm25s")  # finds the package without running its __init__
+    folders = list(package.submodule_search_locations or []) if package else []
+    spec = importlib.util.spec_from_file_location("docqa_bm25s_stopwords", Path(folders[0]) / "stopwords.py") if folders else None
+    if spec is None or spec.loader is None:  # pragma: no cover - an unusual install: import it the usual way
         from bm25s.stopwords import STOPWORDS_EN
 
         return frozenset(STOPWORDS_EN)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return frozenset(module.STOPWORDS_EN)
 
 
 _stemmer_local = threading.local()

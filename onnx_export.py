@@ -52,7 +52,6 @@ def export_onnx(model_folder: Path, target: Path, max_length: int, label: str = 
                 reference = _torch_export(model_folder, work / "plain.onnx", max_length)
                 _fuse(work / "plain.onnx", work / "model.onnx", model_folder, reference)
                 _quantize(work / "model.onnx", work / "model-int8.onnx")
-                (work / "plain.onnx").unlink(missing_ok=True)
             _check_export(work, reference)
             if target.exists():
                 shutil.rmtree(target)
@@ -106,9 +105,8 @@ def _fuse(source: Path, path: Path, model_folder: Path, reference: tuple[Any, An
     """ONNX Runtime's BERT fusions (attention, bias + GELU, residual + LayerNorm) when they keep torch's vectors.
 
     Falls back to the plain export, with a log line, for a model the optimizer does not know.
+    Either way `source` is gone afterwards: moved to `path`, or deleted once the fused model is kept.
     """
-    import shutil
-
     try:
         config = json.loads((model_folder / "config.json").read_text())
         from onnxruntime.transformers.optimizer import optimize_model
@@ -119,10 +117,11 @@ def _fuse(source: Path, path: Path, model_folder: Path, reference: tuple[Any, An
             raise ValueError("no attention was fused")
         fused.save_model_to_file(str(path))
         _check_model(path, reference, 0.9999)
+        source.unlink()
         return
     except Exception as exc:  # any failure here only costs speed: keep the plain export
         log.info("Keeping the plain ONNX export of %s (not fused: %s)", model_folder.name, exc)
-    shutil.copyfile(source, path)
+    os.replace(source, path)
 
 
 def _quantize(source: Path, path: Path) -> None:

@@ -104,21 +104,24 @@ HEAVY_LIBRARIES = {
 """Libraries that cost from 0.2 s to several seconds to import, and that the read-only commands never use."""
 
 
+def run_cli_imports(args: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProcess, set[str]]:
+    """`python main.py ARGS` run to success, and the top-level modules it imported."""
+    probe = (
+        "import json, sys; import main; code = main.main(sys.argv[1:]); "
+        "print(json.dumps(sorted({k.split('.')[0] for k in sys.modules})), file=sys.stderr); sys.exit(code)"
+    )
+    result = subprocess.run([sys.executable, "-c", probe, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return result, set(json.loads(result.stderr.strip().splitlines()[-1]))
+
+
 @pytest.mark.parametrize(
     ("args", "allowed"),
     [(["stats"], {"chromadb"}), (["stats", "--files"], {"chromadb"}), (["check"], {"chromadb"}), (["config"], set())],
 )
 def test_light_commands_import_no_heavy_library(shipped, args, allowed):
     """`stats`, `check` and `config` start in about a second: a library is imported where it is used, not at start-up."""
-    probe = (
-        "import json, sys; import main; code = main.main(sys.argv[1:]); "
-        "print(json.dumps(sorted({k.split('.')[0] for k in sys.modules})), file=sys.stderr); sys.exit(code)"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", probe, *args], cwd=ROOT, env=shipped["env"], capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, result.stderr
-    imported = set(json.loads(result.stderr.strip().splitlines()[-1]))
+    result, imported = run_cli_imports(args, shipped["env"])
     assert imported & HEAVY_LIBRARIES == set()
     assert imported & {"chromadb"} <= allowed  # config opens no store
 
@@ -133,14 +136,8 @@ def test_indexing_a_changed_file_imports_neither_bm25s_nor_torch(tmp_path):
     assert run_cli(["index"], env).returncode == 0
     with (docs / "faq.md").open("a") as f:
         f.write("\nThe quokka smiles at visitors on Rottnest Island.\n")
-    probe = (
-        "import json, sys; import main; code = main.main(sys.argv[1:]); "
-        "print(json.dumps(sorted({k.split('.')[0] for k in sys.modules})), file=sys.stderr); sys.exit(code)"
-    )
-    result = subprocess.run([sys.executable, "-c", probe, "index"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
+    result, imported = run_cli_imports(["index"], env)
     assert "1 updated" in result.stdout
-    imported = set(json.loads(result.stderr.strip().splitlines()[-1]))
     assert imported & {"bm25s", "numba", "torch", "sentence_transformers"} == set()
     found = run_cli(["ask", "--no-index", "--json", "Which animal smiles at visitors on Rottnest Island?"], env)
     assert "quokka" in found.stdout.lower()

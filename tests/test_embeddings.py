@@ -84,6 +84,7 @@ def test_the_export_is_fused_and_int8_vectors_do_not_depend_on_their_batch(torch
     fp32.embed_query("warm")
     ops = {node.op_type for node in onnx.load(str(fp32.onnx_path), load_external_data=False).graph.node}
     assert {"Attention", "SkipLayerNormalization", "BiasGelu"} <= ops, ops
+    assert sorted(f.name for f in fp32.onnx_path.parent.iterdir()) == ["model-int8.onnx", "model.onnx"]  # no plain copy left
     int8 = OnnxEmbedder(cache_dir=onnx_cache, quantize="int8")
     alone = np.array(int8.embed_documents([TEXTS[1]]))[0]
     among = np.array(int8.embed_documents(TEXTS + ["padding " * 40, "short"]))[1]
