@@ -33,6 +33,8 @@ DEFINITION_BONUS = 0.2
 row that defines it answers "what is TOP_K set to", however little its words look like the question's.
 A name only mentioned beside the question ("I changed CHUNK_SIZE. What do I run now?") gets none:
 the row was quoted there over the answer (seen in the browser)."""
+HEADING_STEP = 0.05
+"""How far below its heading's score a section's first sentence may fall (`_under_headings`)."""
 RANK_WEIGHT = 0.03
 """What each place further down the retrieved list takes off a sentence's score: retrieval
 ranks the passage that answers first more often than a sentence's similarity alone picks it
@@ -63,6 +65,25 @@ def sentence_scores(sentences: PassageSentences, question_vector: np.ndarray, qu
         if names:
             sims = sims + DEFINITION_BONUS * np.array([defines_in_table(t.strip(), names) for t in texts], dtype=np.float32)
         out.append(np.asarray(sims - RANK_WEIGHT * rank, dtype=np.float32))
+    return out
+
+
+def _under_headings(texts: Sequence[str], sims: np.ndarray) -> np.ndarray:
+    """A section's first sentence scores at least its heading's score, less HEADING_STEP.
+
+    A heading that matches the question ("## Can I open docqa from another computer?") names
+    what its section answers, and the section's opening sentence is where it answers; that
+    sentence shares few words with the question ("Not by default: … listens on 127.0.0.1"),
+    so alone it loses to a sentence elsewhere that merely sounds alike (seen in the browser).
+    """
+    out = np.array(sims, dtype=np.float32, copy=True)
+    heading: float | None = None
+    for i, text in enumerate(texts):
+        if text.lstrip().startswith("#"):
+            heading = float(sims[i])
+        elif heading is not None and _quotable(text):
+            out[i] = max(out[i], heading - HEADING_STEP)
+            heading = None
     return out
 
 
@@ -99,7 +120,10 @@ _CODE_LINE = re.compile(r"^(\$ |>>> |[a-z_][\w.-]* [\w.-]+$|`)")
 
 def select_quotes(sentences: PassageSentences, scores: Sequence[np.ndarray], most: int = 2) -> list[Quote]:
     """The best-scoring quotable sentences, best first, each with what follows it in its passage:
-    one, or two when the second is nearly as good."""
+    one, or two when the second is nearly as good. A section's opening sentence scores as its
+    heading does (`_under_headings`); the model's context is cut without that, which measured
+    better for its answers (docs/answer-results.md)."""
+    scores = [_under_headings(texts, s) for texts, s in zip(sentences.texts, scores, strict=True)]
     ranked = sorted(
         (Quote(n, _quote_window(sentences.texts[n - 1], i), float(s[i])) for n, s in enumerate(scores, start=1) for i in range(len(s))
          if _quotable(sentences.texts[n - 1][i])),

@@ -99,6 +99,41 @@ def join_lone_citation(text: str) -> tuple[str, bool]:
     return f"{head[:end]} {cite}{head[end:]}", True
 
 
+_CITES = r"((?:\[\d{1,2}\][ ,]*)+)"
+_POINTER = re.compile(
+    r"^(?:(?:this|it|that|these|this information|the answer)\s+(?:is|are|can be|was|were)\s+(?:\w+\s+)?"
+    r"(?:mentioned|described|explained|stated|found|seen|shown|discussed|covered|given|noted|listed)\s+"
+    r"(?:in|from|by|at)|see|refer to|(?:as|this is)\s+(?:mentioned|stated|described|explained)\s+in|source:?)\s+"
+    r"(?:the\s+)?(?:(?:passage|passages|document|documents|context|source|sources|text)\s*)?" + _CITES + r"\s*[.!]?$",
+    re.IGNORECASE,
+)
+
+
+def fold_pointer_sentences(text: str) -> tuple[str, bool]:
+    """A sentence that only says where the answer is ("This is mentioned in [3].") becomes the
+    citation of the sentence before it: it claims nothing a passage could back, so the
+    grounding check marked it unsupported beside a right answer (Qwen 1.5B adds one often)."""
+    if "```" in text:
+        return text, False
+    spans, at = [], 0
+    for sentence in split_sentences(text):
+        start = text.find(sentence, at)
+        spans.append((start, start + len(sentence)))
+        at = start + len(sentence)
+    out, copied = "", 0
+    for start, stop in spans:
+        match = _POINTER.match(text[start:stop].strip())
+        if match and out.strip():
+            body = out.rstrip(".!?")
+            cites = "".join(f"[{n}]" for n in CITATION.findall(match.group(1)) if f"[{n}]" not in out)
+            out = body + ("" if body.endswith("]") or not cites else " ") + cites + out[len(body):]
+        else:
+            out += text[copied:stop]
+        copied = stop
+    out += text[copied:]
+    return (out.strip(), True) if out != text else (text, False)
+
+
 ECHO_MIN_CHARS = 250
 """Copied passage text, this long over two or more lines, is the model echoing its context, not answering."""
 PASSAGE_COPIED = "passage copied"
@@ -173,6 +208,9 @@ def tidy_answer(text: str, question: str, passages: list[str], hit_limit: bool) 
     if echo:
         done.append(echo)
         hit_limit = hit_limit and echo == PASSAGE_COPIED  # what is left ends where the model stopped answering
+    text, pointed = fold_pointer_sentences(text)
+    if pointed:
+        done.append("pointer sentence folded into a citation")
     text, lone = join_lone_citation(text)
     if lone:
         done.append("citation joined to its sentence")

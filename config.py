@@ -182,9 +182,10 @@ class Settings:
     ollama_host: str = _setting("http://127.0.0.1:11434", "Ollama server address.")
     ollama_model: str = _setting("llama3.2", "Ollama model name.")
     llamacpp_model: str = _setting(
-        "qwen2.5-coder-0.5b",
-        "The embedded model when Ollama is not used: qwen2.5-coder-0.5b (default: the most right answers "
-        "within the latency targets, docs/answer-results.md), qwen2.5-coder-1.5b (slower) or smollm2-135m (smallest).",
+        "qwen2.5-coder-1.5b",
+        "The embedded model when Ollama is not used: qwen2.5-coder-1.5b (default: the most right answers and the "
+        "fewest wrong ones shown without a warning, docs/answer-results.md), qwen2.5-coder-0.5b (about twice as fast "
+        "to its first word, more wrong answers) or smollm2-135m (smallest).",
         choices=("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "smollm2-135m"),
     )
     llamacpp_model_path: str = _setting(

@@ -116,9 +116,13 @@ class ConverterPool:
     def _start(self) -> ProcessPoolExecutor:
         if self._pool is None:
             if self.ocr is not None and self._beats is None:
+                import shutil
                 import tempfile
+                import weakref
 
                 self._beats = Path(tempfile.mkdtemp(prefix="docqa-ocr-beats-"))
+                # Removed at exit too, for an owner that never calls close().
+                weakref.finalize(self, shutil.rmtree, self._beats, True)
             self._pool = ProcessPoolExecutor(
                 max_workers=self.workers,
                 mp_context=multiprocessing.get_context("spawn"),

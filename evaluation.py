@@ -16,6 +16,7 @@ import csv
 import dataclasses
 import json
 import logging
+import re
 import shutil
 import sys
 import tempfile
@@ -443,6 +444,14 @@ def _p50(values: Any) -> float | None:
     return round(percentile(present, 50), 2) if present else None
 
 
+_QUOTE_MARK = re.compile(r"^> ?(\\(?=>))?", re.M)
+
+
+def read_as_shown(markdown: str) -> str:
+    """The answer as a reader sees it rendered: a quote's ">" marks gone, its lines joined with one space."""
+    return " ".join(_QUOTE_MARK.sub("", markdown).split())
+
+
 def _answer_row(rag: Any, item: dict[str, Any], k: int) -> dict[str, Any]:
     """One question asked as a user would, streamed: when the quotes came, what was shown, what was flagged."""
     started = time.perf_counter()
@@ -457,10 +466,15 @@ def _answer_row(rag: Any, item: dict[str, Any], k: int) -> dict[str, Any]:
     model_text = answer.set_aside if answer.set_aside is not None else answer.text
 
     def holds(text: str) -> bool:
-        return not refused and all(s in text.lower() for s in wanted)
+        return not refused and all(s in read_as_shown(text).lower() for s in wanted)
 
     return {
         "id": item.get("id"),
+        "question": item["question"],
+        "must_contain": item.get("must_contain", []),
+        "answer": answer.text,
+        "model_text": model_text,
+        "quotes": [q["text"] for q in answer.quotes],
         "answerable": is_answerable(item),
         "refused": refused,
         "kind": answer.kind,
@@ -469,6 +483,7 @@ def _answer_row(rag: Any, item: dict[str, Any], k: int) -> dict[str, Any]:
         "set_aside": answer.set_aside is not None,
         "flagged": answer.set_aside is not None or bool(answer.unsupported),
         "unsupported": len(answer.unsupported),
+        "unsupported_sentences": answer.unsupported,
         "sentences_checked": answer.sentences_checked,
         "similarity": answer.relevance.get("similarity"),
         "model": answer.model,

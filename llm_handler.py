@@ -397,7 +397,7 @@ def _detokenize(llm: Llama, tokens: list[int]) -> str:
 
 
 def answering_model(settings: Settings) -> str:
-    """Which model will answer, in a user's words, before any is loaded: "Qwen2.5-Coder 0.5B (embedded)".
+    """Which model will answer, in a user's words, before any is loaded: "Qwen2.5-Coder 1.5B (embedded)".
 
     `auto` asks Ollama for its models (GET /api/tags, OLLAMA_PROBE_TIMEOUT at most), as
     make_llm_backend will; nothing is loaded.

@@ -89,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=Path, default=ROOT / "documents", help="documents folder, or one file (default: the shipped documents)")
     parser.add_argument("--questions", type=Path, default=SHIPPED_QUESTIONS, help="JSONL, one {\"question\": ...} a line (default: bench/shipped_dev.jsonl)")
-    parser.add_argument("--model", default="qwen2.5-coder-0.5b", choices=sorted(MODELS), help="embedded model (LLAMACPP_MODEL)")
+    default_model = load_settings(environ={}).llamacpp_model
+    parser.add_argument("--model", default=default_model, choices=sorted(MODELS), help=f"embedded model (LLAMACPP_MODEL; default {default_model})")
     parser.add_argument("--limit", type=int, help="only the first N questions")
     parser.add_argument("--k", type=int, help="passages per question (TOP_K)")
     args = parser.parse_args(argv)

@@ -35,7 +35,7 @@ SHIPPED_QUESTIONS = ROOT / "bench" / "shipped_dev.jsonl"
 
 
 def holds(text: str, wanted: list[str]) -> bool:
-    lower = text.lower()
+    lower = " ".join(text.split()).lower()  # a quote's lines read as one paragraph
     return all(w.lower() in lower for w in wanted)
 
 

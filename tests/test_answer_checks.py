@@ -278,3 +278,29 @@ def test_a_python_prompt_in_a_quote_is_not_a_nested_quote():
         assert "> \\>>>minutes=105" in shown and "\n> >>>" not in shown
     fenced = "Like this:\n```\n>>> 7 // 2\n3\n```"
     assert "> >>> 7 // 2" in quotes_markdown([Quote(1, fenced, 1.0)], ["book.pdf, page 3"])  # code keeps its prompt
+
+
+def test_the_section_under_a_heading_that_matches_the_question_is_the_quote(embedder):
+    # Seen in the browser: "Can I open docqa from my phone on the same wifi?" quoted the guide's
+    # "works without an internet connection" over the FAQ section that answers it.
+    question = "Can I open docqa from my phone on the same wifi?"
+    passages = [
+        "## Can I open docqa from another computer?\n\nNot by default: the web interface listens on 127.0.0.1, which "
+        "only the same computer can reach. Setting GRADIO_SERVER_NAME=0.0.0.0 makes it reachable from your network.",
+        "Everything runs on your computer. Once docqa is installed it works without an internet connection.",
+    ]
+    quotes = _quotes(embedder, question, passages)
+    assert quotes[0].number == 1 and quotes[0].text.startswith("Not by default")
+    without_heading = _quotes(embedder, question, [passages[0].split("\n\n", 1)[1], passages[1]])
+    assert without_heading[0].number == 2, "the heading is what points at the answer"
+
+
+def test_a_sentence_that_only_says_where_the_answer_is_becomes_a_citation():
+    from answer_tidy import fold_pointer_sentences
+
+    text, done = tidy_answer("Tuples are immutable. This is mentioned in [3].", "Why?", [""], False)
+    assert text == "Tuples are immutable [3]." and "pointer sentence folded into a citation" in done
+    assert fold_pointer_sentences("A is B [1]. It is described in the passage [2].\n\nNext point.")[0] == "A is B [1][2].\n\nNext point."
+    claim = "The passage [3] explains that tuples are immutable."
+    assert fold_pointer_sentences(claim) == (claim, False), "a sentence that also claims something stays"
+    assert fold_pointer_sentences("This is mentioned in [3].") == ("This is mentioned in [3].", False)

@@ -49,7 +49,7 @@ def test_example_question_is_answered_right_with_a_quote_first(shipped, question
     for q in answer.quotes:  # verbatim, from the passage and place they name
         assert " ".join(q["text"].split()) in texts[q["passage"] - 1]
         assert q["location"] == answer.passages[q["passage"] - 1].label
-    assert answer.model.startswith("llama.cpp:qwen2.5-coder-0.5b")
+    assert answer.model.startswith("llama.cpp:qwen2.5-coder-1.5b")
     assert answer.model_hint and "ollama pull" in answer.model_hint
     json = answer.to_json()
     assert json["model"] == answer.model and json["quotes"] == answer.quotes

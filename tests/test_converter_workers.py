@@ -57,3 +57,17 @@ def test_real_conversion_errors_come_back_as_reasons(tmp_path):
         pool.close()
     assert results["broken.pdf"][0] is None and "PDF" in results["broken.pdf"][1]
     assert results["ok.txt"][0].markdown == "hello"
+
+
+def test_the_ocr_heartbeat_folder_is_removed_even_without_close():
+    import gc
+
+    from ocr import OcrOptions
+
+    pool = ConverterPool(workers=1, ocr=OcrOptions())
+    pool._start()
+    beats = pool._beats
+    assert beats is not None and beats.is_dir()
+    del pool
+    gc.collect()
+    assert not beats.exists()

@@ -99,3 +99,12 @@ def test_questions_naming_no_source_need_the_file_they_are_about(several_files, 
         evaluate_qa(several_files, qa, several_files.docs_dir, embedder=embedder)
     result = evaluate_qa(several_files, qa, several_files.docs_dir, embedder=embedder, source_file="bikes.txt")
     assert result["by_source"] == {"bikes.txt": {"questions": 1, "hit@1": 1.0, "hit@5": 1.0, "mrr": 1.0}}
+
+
+def test_must_contain_is_read_in_a_quote_as_rendered_not_across_its_line_marks():
+    from evaluation import read_as_shown
+
+    shown = "> Deleting this folder makes docqa forget it. Your documents are not\n> touched.\n> \\>>> x = 1\n>\n> — [1] faq.md"
+    assert "not touched" in read_as_shown(shown)
+    assert ">>> x = 1" in read_as_shown(shown)
+    assert "not touched" not in shown

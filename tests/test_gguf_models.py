@@ -71,3 +71,11 @@ def test_a_file_changed_after_verification_is_joined_and_checked_again(tmp_path)
     from gguf_models import _already_verified
 
     assert not _already_verified(model, target)
+
+
+def test_the_set_up_check_knows_the_default_models_file():
+    """scripts/preflight.py runs before the venv exists and names the file itself: it must stay the default's."""
+    from config import Settings
+    from scripts.preflight import DEFAULT_MODEL_FILE
+
+    assert MODELS[Settings().llamacpp_model].file_name == DEFAULT_MODEL_FILE

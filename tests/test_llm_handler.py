@@ -217,8 +217,8 @@ def test_the_answering_model_is_named_in_a_users_words_before_any_is_loaded(clos
         assert answering_model(llm_settings(llm_backend="auto", ollama_host=server.url)) == "llama3.2 (Ollama)"
         assert [r["path"] for r in server.requests] == ["/api/tags"], "asked which models Ollama has, loaded none"
     with OllamaStandin(models=[]) as server:
-        assert answering_model(llm_settings(llm_backend="auto", ollama_host=server.url)) == "Qwen2.5-Coder 0.5B (embedded)"
-    assert answering_model(llm_settings(llm_backend="auto", ollama_host=closed_port_url)) == "Qwen2.5-Coder 0.5B (embedded)"
+        assert answering_model(llm_settings(llm_backend="auto", ollama_host=server.url)) == "Qwen2.5-Coder 1.5B (embedded)"
+    assert answering_model(llm_settings(llm_backend="auto", ollama_host=closed_port_url)) == "Qwen2.5-Coder 1.5B (embedded)"
     assert answering_model(llm_settings(llm_backend="llamacpp", llamacpp_model="smollm2-135m")) == "SmolLM2 135M (embedded)"
     assert answering_model(llm_settings(llm_backend="llamacpp", llamacpp_model_path="/models/mistral-7b.Q4.gguf")) == "mistral-7b.Q4.gguf (embedded)"
     assert answering_model(llm_settings(llm_backend="ollama", ollama_model="qwen3", ollama_host=closed_port_url)) == "qwen3 (Ollama)"
@@ -232,7 +232,7 @@ def test_explicit_ollama_fails_loudly_instead_of_falling_back(closed_port_url: s
 def test_explicit_llamacpp_is_chosen_without_asking_ollama() -> None:
     backend = make_llm_backend(llm_settings(llm_backend="llamacpp", ollama_host="http://127.0.0.1:9"))
     assert isinstance(backend, LlamaCppBackend)
-    assert "qwen2.5-coder-0.5b" in backend.name, "the default embedded model"
+    assert "qwen2.5-coder-1.5b" in backend.name, "the default embedded model"
 
 
 def test_a_short_name_picks_another_embedded_model() -> None:

@@ -225,7 +225,7 @@ def test_long_passage_is_cut_around_its_first_highlight():
 def test_the_first_screen_says_which_model_will_answer_without_loading_it(open_rag):
     rag = open_rag(llm_backend="auto", ollama_host="http://127.0.0.1:9")
     shown = web_ui.status_markdown(rag.stats())
-    assert "model: **Qwen2.5-Coder 0.5B (embedded) — loads on the first question**" in shown
+    assert "model: **Qwen2.5-Coder 1.5B (embedded) — loads on the first question**" in shown
     assert rag.index_status().state == "idle" and rag.model_name().endswith("loads on the first question"), "no model loaded"
 
 
