@@ -135,8 +135,8 @@ def polarity_conflicts(claim: str, evidence_sentences: Sequence[str]) -> list[st
         for word in set(words):
             subject = terms - set(tokenize(word))
             for ev_words, ev_terms in evidence:
-                if word in ev_words or not subject & ev_terms:
-                    continue
+                if word in ev_words or len(subject & ev_terms) < min(2, len(subject)):
+                    continue  # a clause about something else: one shared word ("letters") is not the same subject
                 flipped = _opposite_forms(word) & ev_words
                 if flipped and not any(word in w and subject & t for w, t in evidence):
                     problems.append(f"says “{word}” where the passage says “{sorted(flipped)[0]}”")

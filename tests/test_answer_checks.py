@@ -75,6 +75,17 @@ def test_a_negation_in_another_clause_of_the_passage_is_not_a_flip():
     assert polarity_conflicts("Equivalent lists have the same elements.", split_sentences(passage)) == []
 
 
+def test_an_opposite_about_something_else_is_not_a_flip():
+    # dev-15 (Qwen 1.5B): a right answer was set aside for "allowed" beside an exercise's "forbidden letters".
+    passage = ("Write a function called is_abecedarian that returns True if the letters in a word appear in "
+               "alphabetical order (double letters are ok). Write a function named avoids that takes a word and "
+               "a string of forbidden letters, and that returns True if the word doesn't use any of them.")
+    claim = "A word is abecedarian if its letters appear in alphabetical order, with double letters allowed."
+    assert polarity_conflicts(claim, split_sentences(passage)) == []
+    assert polarity_conflicts("Double letters are forbidden in an abecedarian word.", split_sentences(
+        "In an abecedarian word double letters are allowed.")), "the same subject, flipped, is still caught"
+
+
 def test_a_looping_answer_is_cut_and_marked():
     looping = "Tuples are immutable [1]. You cannot change a tuple. " + "You cannot change a tuple. " * 6
     assert repeats_from(looping) is not None
