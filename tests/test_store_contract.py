@@ -166,6 +166,7 @@ def test_a_collection_made_before_the_breadth_setting_is_widened(make_settings, 
     client = chromadb.PersistentClient(path=str(settings.chroma_dir), settings=ChromaSettings(anonymized_telemetry=False))
     client.get_or_create_collection(name, metadata={"hnsw:space": "cosine"}, embedding_function=None)
     assert client.get_collection(name).configuration["hnsw"]["ef_search"] == 100
+    client.close()  # as an older docqa would have: its connection open beside ours was "database is locked" under load
     reopened = open_vector_store(settings, embedder)
     assert reopened.collection.configuration["hnsw"]["ef_search"] == settings.vector_search_breadth == 500
 
