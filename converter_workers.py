@@ -121,8 +121,8 @@ class ConverterPool:
                 import weakref
 
                 self._beats = Path(tempfile.mkdtemp(prefix="docqa-ocr-beats-"))
-                # Removed at exit too, for an owner that never calls close().
-                weakref.finalize(self, shutil.rmtree, self._beats, True)
+                # close() runs this; it also runs at exit, for an owner that never calls close().
+                self._remove_beats = weakref.finalize(self, shutil.rmtree, self._beats, True)
             self._pool = ProcessPoolExecutor(
                 max_workers=self.workers,
                 mp_context=multiprocessing.get_context("spawn"),
@@ -148,9 +148,7 @@ class ConverterPool:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
         if self._beats is not None:
-            import shutil
-
-            shutil.rmtree(self._beats, ignore_errors=True)
+            self._remove_beats()
             self._beats = None
 
     def _reading_pages(self, job: Job) -> bool:

@@ -35,7 +35,9 @@ SHIPPED_QUESTIONS = ROOT / "bench" / "shipped_dev.jsonl"
 
 
 def holds(text: str, wanted: list[str]) -> bool:
-    lower = " ".join(text.split()).lower()  # a quote's lines read as one paragraph
+    from evaluation import read_as_shown  # a quote's lines read as one paragraph, as `eval` reads them
+
+    lower = read_as_shown(text).lower()
     return all(w.lower() in lower for w in wanted)
 
 
