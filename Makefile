@@ -9,14 +9,13 @@ STAMP := $(VENV)/.docqa-installed
 JUST_SET_UP := $(VENV)/.docqa-just-set-up
 
 LLAMA_VERSION := 0.3.36
-# The native build crashes in its AMX kernel on these CPUs, so the default build is portable
-# (any x86-64 CPU). LLAMA_CPU=auto builds for the vector units this CPU has (AVX2, AVX-512,
-# VNNI), AMX always off (scripts/llama_flags.py): prompts 1.4-1.6x faster, first token 6.9 ->
-# 4.4 s p50 on Think Python (2026-12-02, docs/models.md), but its slightly different arithmetic
-# flips borderline answers of the 0.5B model (Think Python answers shown 0.676 -> 0.618). With the
-# default 1.5B model it measured first token 10.8 -> 7.3 s and answers 0.706 -> 0.735 (Think Python
-# only, one run): not yet the default, the shipped set and the test suite are not measured with it.
-LLAMA_CPU ?= portable
+# The native build crashes in its AMX kernel on some CPUs, so set-up names the vector units this
+# CPU has (AVX2, AVX-512, VNNI), AMX always off (scripts/llama_flags.py; a CPU without AVX2 gets
+# the portable build). With the default 1.5B model this measured prompts 1.4-1.7x faster than
+# the portable build, first token 10.8 -> 7.3 s p50 on Think Python and 8.5 -> 7.1 s on the
+# shipped documents, answers shown 0.706 / 0.769 -> 0.735 / 0.846 (2026-12-02, docs/models.md).
+# LLAMA_CPU=portable builds for any x86-64 CPU (the smoke check suggests it if a build crashes).
+LLAMA_CPU ?= auto
 LLAMA_CMAKE_ARGS := $(shell python3 scripts/llama_flags.py $(LLAMA_CPU) 2>/dev/null || echo -DGGML_NATIVE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF)
 LLAMA_FLAGS_STAMP := $(VENV)/.docqa-llama-flags
 # pip's own cache ignores CMAKE_ARGS, so we keep our wheel in a folder named after the flags.

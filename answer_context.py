@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grounding import PassageSentences, content_terms
+from grounding import PassageSentences, content_terms, sentence_spans
 from name_search import asked_identifiers, defines_in_table
 
 OVERLAP_WEIGHT = 0.15
@@ -178,14 +178,7 @@ def compact_passages(
 
 def _excerpt(passage: str, texts: Sequence[str], indexes: Sequence[int]) -> str:
     """The kept sentences as they stand in the passage (line breaks and code layout intact), gaps as "…"."""
-    spans, at = [], 0
-    for text in texts:
-        start = passage.find(text, at)
-        if start < 0:  # not verbatim (cannot happen for split_sentences output): fall back to the text itself
-            spans.append(None)
-            continue
-        spans.append((start, start + len(text)))
-        at = start + len(text)
+    spans = sentence_spans(passage, texts)  # None where not verbatim: the text itself stands in
     pieces: list[str] = []
     run: list[int] = []
     for i in list(indexes) + [-1]:

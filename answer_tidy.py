@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from grounding import CITATION, split_sentences
+from grounding import CITATION, MIN_SENTENCE_WORDS, sentence_spans, split_sentences
 from markdown_code import closing_fence
 
 CUT_MARKER = " …"
@@ -115,23 +115,54 @@ def fold_pointer_sentences(text: str) -> tuple[str, bool]:
     grounding check marked it unsupported beside a right answer (Qwen 1.5B adds one often)."""
     if "```" in text:
         return text, False
-    spans, at = [], 0
-    for sentence in split_sentences(text):
-        start = text.find(sentence, at)
-        spans.append((start, start + len(sentence)))
-        at = start + len(sentence)
     out, copied = "", 0
-    for start, stop in spans:
+    for span in sentence_spans(text):
+        if span is None:  # cannot happen: split_sentences returns substrings of the text
+            continue
+        start, stop = span
         match = _POINTER.match(text[start:stop].strip())
         if match and out.strip():
-            body = out.rstrip(".!?")
-            cites = "".join(f"[{n}]" for n in CITATION.findall(match.group(1)) if f"[{n}]" not in out)
-            out = body + ("" if body.endswith("]") or not cites else " ") + cites + out[len(body):]
+            out = _cite_at_end(out, CITATION.findall(match.group(1)))
         else:
             out += text[copied:stop]
         copied = stop
     out += text[copied:]
     return (out.strip(), True) if out != text else (text, False)
+
+
+
+def _cite_at_end(text: str, numbers: list[str]) -> str:
+    """`text` with the citations [n] it lacks added before its closing punctuation."""
+    body = text.rstrip(".!?")
+    cites = "".join(f"[{n}]" for n in numbers if f"[{n}]" not in text)
+    return body + ("" if body.endswith("]") or not cites else " ") + cites + text[len(body):]
+
+
+_LEAD_IN_END = re.compile(r":\s*(?:\[\d{1,2}\][ ,]*)*\s*$")
+
+
+def ends_in_lead_in(text: str) -> bool:
+    """Whether the answer stops on a lead-in ("For example:", "… uses a dictionary: [2]") with nothing after it."""
+    return bool(_LEAD_IN_END.search(text)) and "```" not in text
+
+
+def drop_trailing_lead_in(text: str) -> tuple[str, bool]:
+    """An answer that ends in a lead-in the model never followed stops promising it: a short one
+    ("For example:") is dropped, its citations moving to the sentence before unless that cites
+    its own; a longer one, which may state the answer ("… the later place wins:"), ends with a
+    full stop instead. A lead-in that is the whole answer stays (answer_verdict.judge sets such
+    an answer aside: it promises a solution that is not there)."""
+    if not ends_in_lead_in(text):
+        return text, False
+    spans = [span for span in sentence_spans(text) if span]
+    if len(spans) < 2:
+        return text, False
+    start, before = spans[-1][0], text[spans[-2][0] : spans[-2][1]]
+    lead_in = text[start:]
+    if len(CITATION.sub(" ", lead_in).split()) >= MIN_SENTENCE_WORDS:
+        colon = lead_in.rindex(":")
+        return text[:start] + _cite_at_end(lead_in[:colon].rstrip() + ".", CITATION.findall(lead_in[colon:])), True
+    return _cite_at_end(text[:start].rstrip(), [] if CITATION.search(before) else CITATION.findall(lead_in)), True
 
 
 ECHO_MIN_CHARS = 250
@@ -214,6 +245,9 @@ def tidy_answer(text: str, question: str, passages: list[str], hit_limit: bool) 
     text, lone = join_lone_citation(text)
     if lone:
         done.append("citation joined to its sentence")
+    text, lead_in = drop_trailing_lead_in(text)
+    if lead_in:
+        done.append("unfinished lead-in dropped")
     if _CODE_FENCE.search(text) and not wants_code(question, passages):
         text = _CODE_FENCE.sub("", text).strip()
         done.append("code removed")

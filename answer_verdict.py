@@ -16,7 +16,7 @@ from typing import Any
 from answer_check import Disagreement, check_claims
 from answer_context import Quote
 from answer_render import citations, quote_text_lines, unquoted
-from answer_tidy import PASSAGE_COPIED, REPEATED_EARLIER
+from answer_tidy import PASSAGE_COPIED, REPEATED_EARLIER, ends_in_lead_in
 from grounding import CITATION, Grounding, split_sentences
 from markdown_code import closing_fence, code_spans
 
@@ -46,6 +46,8 @@ def judge(
         return Verdict(False, "the model repeated its earlier answer instead of answering this question")
     if PASSAGE_COPIED in tidied:
         return Verdict(False, "the model copied a passage instead of answering")
+    if ends_in_lead_in(text):
+        return Verdict(False, "the model's answer stops where the answer itself should begin")
     claims = [(s, _evidence(s, grounding, passages)) for s in split_sentences(text)]
     found = check_claims(claims, "\n".join([*passages, *labels]), question)
     if found:

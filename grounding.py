@@ -38,6 +38,11 @@ MAX_SENTENCE_CHARS = 400
 HIGHLIGHTS_PER_PASSAGE = 3
 HIGHLIGHT_MARGIN = 0.1
 """Besides its best match, a supported claim highlights passage sentences this close behind it."""
+RECITE_MARGIN = 0.25
+"""A claim is re-cited to another passage when one of its sentences matches the claim strongly
+and this much better than anything in the cited passages: small models often copy a sentence
+from one passage and cite its neighbour (measured: 6 of 19 such claims on the dev sets were
+near-copies, similarity 0.87-1.00 against 0.21-0.67 for the passage cited)."""
 
 
 def split_sentences(text: str) -> list[str]:
@@ -54,6 +59,22 @@ def split_sentences(text: str) -> list[str]:
                 spans.extend(line.strip() for line in sentence.splitlines() if line.strip())
     return spans
 
+
+
+def sentence_spans(text: str, sentences: Sequence[str] | None = None) -> list[tuple[int, int] | None]:
+    """Where each sentence of `text` (split_sentences, or the given ones) stands in it, as (start, end),
+    None for one not found verbatim: for cutting or rewriting the text around sentences without
+    losing its line breaks and layout."""
+    spans: list[tuple[int, int] | None] = []
+    at = 0
+    for sentence in split_sentences(text) if sentences is None else sentences:
+        start = text.find(sentence, at)
+        if start < 0:
+            spans.append(None)
+            continue
+        spans.append((start, start + len(sentence)))
+        at = start + len(sentence)
+    return spans
 
 @functools.cache
 def function_words() -> frozenset[str]:
@@ -170,6 +191,7 @@ class SentenceSupport:
     overlap: float
     supported: bool
     evidence: tuple[int, int] | None = None  # (passage number, sentence index) it matched
+    better_source: int | None = None  # a passage not cited that holds the claim far more closely
 
 
 @dataclass
@@ -228,11 +250,14 @@ def check_grounding(
                 similarity >= settings.grounding_min_similarity and overlap >= settings.grounding_min_overlap
             )
             evidence = (n, i) if supported and n else None
+            better = _better_source(sentences, vector, cited, similarity, settings.grounding_strong_similarity)
             if evidence:
                 for m, j in sentences.close_to(vector, against, similarity - HIGHLIGHT_MARGIN, settings.grounding_min_similarity):
                     if _highlightable(sentences.texts[m - 1][j]):
                         marked.setdefault(m, set()).add(j)
-            result.checked.append(SentenceSupport(claim, cited, round(similarity, 4), round(overlap, 4), supported, evidence))
+            result.checked.append(
+                SentenceSupport(claim, cited, round(similarity, 4), round(overlap, 4), supported, evidence, better)
+            )
     if question_vector is not None:
         for n in range(1, count + 1):
             sims = sentences.vectors[n - 1] @ question_vector
@@ -245,3 +270,40 @@ def check_grounding(
     for n, indexes in sorted(marked.items()):
         result.highlights[n] = [sentences.texts[n - 1][i] for i in sorted(indexes)[:HIGHLIGHTS_PER_PASSAGE]]
     return result
+
+
+def _better_source(sentences: PassageSentences, vector: np.ndarray, cited: Sequence[int], similarity: float, strong: float) -> int | None:
+    """The passage that holds a cited claim far more closely than the ones it cites, if any."""
+    if not cited:
+        return None
+    best, n, _ = sentences.best_match(vector, range(1, len(sentences.texts) + 1))
+    return n if n not in cited and best >= strong and best - similarity >= RECITE_MARGIN else None
+
+
+def corrected_citations(answer: str, grounding: Grounding) -> str:
+    """`answer` with each claim that `grounding` found in another passage citing that passage instead.
+
+    The claim's first citation of a passage it wrongly cites becomes the right number and
+    the others go; its other citations stay. Citations are where a user checks a claim, so
+    one pointing at the wrong passage sends them to a page that does not say it.
+    """
+    for support in grounding.checked:
+        if support.better_source is not None:
+            answer = answer.replace(support.sentence, _recite(support.sentence, support.cited, support.better_source), 1)
+    return answer
+
+
+def _recite(sentence: str, wrong: Sequence[int], right: int) -> str:
+    """`sentence` with its first citation of a `wrong` passage made `right` and the others dropped."""
+    placed = False
+
+    def swap(match: re.Match[str]) -> str:
+        nonlocal placed
+        if int(match.group(1)) not in wrong:
+            return match.group(0)
+        if placed:
+            return ""
+        placed = True
+        return f"[{right}]"
+
+    return CITATION.sub(swap, sentence)

@@ -270,11 +270,18 @@ class RAGSystem:
     def _judge(self, answer: Answer, checks: Any, question: str, grounding: Any) -> None:
         """Keep the model's text, or let the quotes stand as the answer with the reason (answer_verdict.py).
 
-        A right claim cited to the wrong passage is kept: when nothing backs the answer as
-        cited, it is checked again, uncited, against every passage and re-cited from that.
+        A claim that nearly copies a sentence of a passage it does not cite is first re-cited
+        to that passage (grounding.corrected_citations). A right claim cited to the wrong
+        passage is kept: when nothing backs the answer as cited, it is checked again,
+        uncited, against every passage and re-cited from that.
         """
         from answer_verdict import NO_BACKING, add_missing_citations, add_notice, judge, uncited
+        from grounding import corrected_citations
 
+        if grounding is not None and (recited := corrected_citations(answer.text, grounding)) != answer.text:
+            log.info("Citation moved to the passage that holds the sentence: %r", recited)
+            answer.text, answer.tidied = recited, [*answer.tidied, "citation moved to the passage holding the sentence"]
+            grounding = self._ground(answer, checks)
         texts, cited, labels = [p.text for p in answer.passages], answer.text, [p.label for p in answer.passages]
         verdict = judge(cited, grounding, texts, question, answer.tidied, labels)
         if not verdict.shown and verdict.reason == NO_BACKING and uncited(cited) != cited:

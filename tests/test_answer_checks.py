@@ -258,7 +258,7 @@ def test_a_quoted_sentence_and_copied_code_are_answers_not_echoes():
         "docqa reads settings from several places. When a setting is given in more than one place, the later place in "
         "this list wins (lowest precedence first):"
     )
-    assert tidy_answer(f"{sentence} [2]", "Which place wins?", [GUIDE_PASSAGE, CONFIG_PASSAGE], False)[1] == []
+    assert tidy_answer(f"{sentence} [2]", "Which place wins?", [GUIDE_PASSAGE, CONFIG_PASSAGE], False)[1] == ["unfinished lead-in dropped"]
     code = "def countdown(n):\n    if n <= 0:\n        print('Blastoff!')\n    else:\n        print(n)\n        countdown(n-1)\n" * 3
     answer = f"Like this [1]:\n\n```python\n{code}```"
     assert tidy_answer(answer, "Show me the code for countdown", [code], False) == (answer, [])
@@ -315,3 +315,19 @@ def test_a_sentence_that_only_says_where_the_answer_is_becomes_a_citation():
     claim = "The passage [3] explains that tuples are immutable."
     assert fold_pointer_sentences(claim) == (claim, False), "a sentence that also claims something stays"
     assert fold_pointer_sentences("This is mentioned in [3].") == ("This is mentioned in [3].", False)
+
+
+def test_a_lead_in_the_model_never_followed_is_dropped_or_sets_the_answer_aside():
+    text, done = tidy_answer("You have to include a final comma. For example: [1]", "How do I make a one-element tuple?", [""], False)
+    assert text == "You have to include a final comma [1]." and "unfinished lead-in dropped" in done
+    assert tidy_answer("It is bitwise XOR [2]. For example: [3]", "Why 4?", [""], False)[0] == "It is bitwise XOR [2].", (
+        "the lead-in's citation does not move onto a sentence citing another passage"
+    )
+    stated, _ = tidy_answer("Settings come from several places. The later place in this list wins: [2]", "Which wins?", [""], False)
+    assert stated == "Settings come from several places. The later place in this list wins [2].", "a lead-in that states the answer stays"
+    alone = "The book shows a one-line solution that uses a dictionary: [2]"
+    assert tidy_answer(alone, "Which solution?", [""], False)[0] == alone
+    verdict = judge(alone, None, ["Use a dictionary to write a faster, simpler version of has_duplicates."], "Which solution?")
+    assert not verdict.shown and "stops where the answer itself should begin" in verdict.reason
+    listed = "Two steps:\n\n1. Run it.\n2. Read it [1]."
+    assert tidy_answer(listed, "How?", [""], False)[0] == listed, "a lead-in that is followed stays"

@@ -18,7 +18,7 @@ from answer_render import answer_as_text
 from config import load_settings
 from conftest import THINKPYTHON_PDF, THINKPYTHON_QA, module_settings, rag_with, require
 from doc_types import Chunk
-from grounding import PassageSentences, assess_relevance, check_grounding, split_sentences
+from grounding import PassageSentences, assess_relevance, check_grounding, corrected_citations, split_sentences
 from llm_handler import REFUSAL
 from rag_system import Answer
 from retriever import Passage
@@ -71,6 +71,17 @@ def test_a_sentence_is_judged_only_against_the_passages_it_cites(sentences: Pass
 
     assert cited_right.unsupported == []
     assert cited_wrong.unsupported == ["The keys of a dictionary have to be hashable [1]."]
+
+
+def test_a_claim_copied_from_a_passage_it_does_not_cite_is_re_cited_to_it(sentences: PassageSentences, embedder: Any) -> None:
+    answer = "The keys of a dictionary have to be hashable [1]. The important difference is that tuples are immutable [1][2]."
+
+    result = check_grounding(answer, sentences, embedder, SETTINGS)
+
+    assert [s.better_source for s in result.checked] == [2, None]  # the second cites the passage that holds it
+    assert corrected_citations(answer, result) == (
+        "The keys of a dictionary have to be hashable [2]. The important difference is that tuples are immutable [1][2]."
+    )
 
 
 def test_refusal_and_short_fragments_are_not_claims(sentences: PassageSentences, embedder: Any) -> None:

@@ -202,7 +202,7 @@ def fake_checkout(tmp_path: Path) -> tuple[Path, dict[str, str]]:
         (bin_dir / tool).write_text(f'#!/bin/sh\necho "fake {tool} $*"\n')
         (bin_dir / tool).chmod(0o755)
     (tmp_path / ".venv" / "lib" / "python3.11" / "site-packages" / "llama_cpp_python-0.3.36.dist-info").mkdir(parents=True)
-    (tmp_path / ".venv" / ".docqa-llama-flags").write_text(" ".join(cmake_args(cpu_flags(), "portable")) + "\n")
+    (tmp_path / ".venv" / ".docqa-llama-flags").write_text(" ".join(cmake_args(cpu_flags(), "auto")) + "\n")
     (tmp_path / "python").mkdir()
     (tmp_path / "python" / "python3").symlink_to(Path(sys.executable).resolve())  # a real one, not a pyenv shim
     return tmp_path, no_network(tmp_path, f"{tmp_path / 'python'}:/usr/local/bin:/usr/bin:/bin")
