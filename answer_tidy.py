@@ -103,7 +103,8 @@ _CITES = r"((?:\[\d{1,2}\][ ,]*)+)"
 _POINTER = re.compile(
     r"^(?:(?:this|it|that|these|this information|the answer)\s+(?:is|are|can be|was|were)\s+(?:\w+\s+)?"
     r"(?:mentioned|described|explained|stated|found|seen|shown|discussed|covered|given|noted|listed)\s+"
-    r"(?:in|from|by|at)|see|refer to|(?:as|this is)\s+(?:mentioned|stated|described|explained)\s+in|source:?)\s+"
+    r"(?:in|from|by|at)|see|refer to|(?:as|this is)\s+(?:mentioned|stated|described|explained)\s+in|source:?"
+    r"|(?:the\s+)?(?:passage|source)s?\s+(?:is|are)(?:\s+(?:from|in))?)\s+"
     r"(?:the\s+)?(?:(?:passage|passages|document|documents|context|source|sources|text)\s*)?" + _CITES + r"\s*[.!]?$",
     re.IGNORECASE,
 )

@@ -315,6 +315,8 @@ def test_a_sentence_that_only_says_where_the_answer_is_becomes_a_citation():
     claim = "The passage [3] explains that tuples are immutable."
     assert fold_pointer_sentences(claim) == (claim, False), "a sentence that also claims something stays"
     assert fold_pointer_sentences("This is mentioned in [3].") == ("This is mentioned in [3].", False)
+    assert fold_pointer_sentences("Your documents are not touched. The passage is from [1].")[0] == "Your documents are not touched [1]."
+    assert fold_pointer_sentences("Restart docqa. The passage is [2].")[0] == "Restart docqa [2]."
 
 
 def test_a_lead_in_the_model_never_followed_is_dropped_or_sets_the_answer_aside():
