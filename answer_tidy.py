@@ -117,10 +117,7 @@ def fold_pointer_sentences(text: str) -> tuple[str, bool]:
     if "```" in text:
         return text, False
     out, copied = "", 0
-    for span in sentence_spans(text):
-        if span is None:  # cannot happen: split_sentences returns substrings of the text
-            continue
-        start, stop = span
+    for start, stop in (span for span in sentence_spans(text) if span):  # split_sentences' pieces: always found
         match = _POINTER.match(text[start:stop].strip())
         if match and out.strip():
             out = _cite_at_end(out, CITATION.findall(match.group(1)))
@@ -129,7 +126,6 @@ def fold_pointer_sentences(text: str) -> tuple[str, bool]:
         copied = stop
     out += text[copied:]
     return (out.strip(), True) if out != text else (text, False)
-
 
 
 def _cite_at_end(text: str, numbers: list[str]) -> str:

@@ -60,7 +60,6 @@ def split_sentences(text: str) -> list[str]:
     return spans
 
 
-
 def sentence_spans(text: str, sentences: Sequence[str] | None = None) -> list[tuple[int, int] | None]:
     """Where each sentence of `text` (split_sentences, or the given ones) stands in it, as (start, end),
     None for one not found verbatim: for cutting or rewriting the text around sentences without
@@ -75,6 +74,7 @@ def sentence_spans(text: str, sentences: Sequence[str] | None = None) -> list[tu
         spans.append((start, start + len(sentence)))
         at = start + len(sentence)
     return spans
+
 
 @functools.cache
 def function_words() -> frozenset[str]:
