@@ -9,6 +9,8 @@ end (`tidy_answer`).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from pathlib import PurePath
 
 from grounding import CITATION, MIN_SENTENCE_WORDS, sentence_spans, split_sentences
 from markdown_code import closing_fence
@@ -100,32 +102,55 @@ def join_lone_citation(text: str) -> tuple[str, bool]:
 
 
 _CITES = r"((?:\[\d{1,2}\][ ,]*)+)"
-_POINTER = re.compile(
-    r"^(?:(?:this|it|that|these|this information|the answer)\s+(?:is|are|can be|was|were)\s+(?:\w+\s+)?"
+_POINTER_LEAD = (
+    r"^(?:(?:this|it|that|they|these|this information|the answer)\s+(?:is|are|can be|was|were)\s+(?:\w+\s+)?"
     r"(?:mentioned|described|explained|stated|found|seen|shown|discussed|covered|given|noted|listed)\s+"
     r"(?:in|from|by|at)|see|refer to|(?:as|this is)\s+(?:mentioned|stated|described|explained)\s+in|source:?"
-    r"|(?:the\s+)?(?:passage|source)s?\s+(?:is|are)(?:\s+(?:from|in))?)\s+"
-    r"(?:the\s+)?(?:(?:passage|passages|document|documents|context|source|sources|text)\s*)?" + _CITES + r"\s*[.!]?$",
+    r"|(?:the\s+)?(?:passage|source)s?\s+(?:is|are)(?:\s+(?:from|in))?)\s+(?:the\s+)?"
+)
+_POINTER = re.compile(
+    _POINTER_LEAD + r"(?:(?:passage|passages|document|documents|context|source|sources|text)\s*(?:(?:from|in|at)\s+)?)?"
+    + _CITES + r"\s*[.!]?$",
+    re.IGNORECASE,
+)
+# "This can be found in the [notes.docx] file.": the model names the passage by its file, not its number.
+_FILE_POINTER = re.compile(
+    _POINTER_LEAD + r"[\[`'\"]?(?P<name>[\w .()-]{1,80}\.\w{1,5})[\]`'\"]?(?:\s+(?:file|document))?\s*"
+    + _CITES + r"?\s*[.!]?$",
     re.IGNORECASE,
 )
 
 
-def fold_pointer_sentences(text: str) -> tuple[str, bool]:
-    """A sentence that only says where the answer is ("This is mentioned in [3].") becomes the
-    citation of the sentence before it: it claims nothing a passage could back, so the
-    grounding check marked it unsupported beside a right answer (Qwen 1.5B adds one often)."""
+def fold_pointer_sentences(text: str, sources: Sequence[str] = ()) -> tuple[str, bool]:
+    """A sentence that only says where the answer is ("This is mentioned in [3].", "This can be
+    found in the [notes.docx] file.") becomes the citation of the sentence before it: it claims
+    nothing a passage could back, so the grounding check marked it unsupported beside a right
+    answer (Qwen 1.5B adds one often). `sources` are the passages' files, in passage order, to
+    turn a file name into the numbers of its passages; a name no passage has stays a sentence."""
     if "```" in text:
         return text, False
     out, copied = "", 0
     for start, stop in (span for span in sentence_spans(text) if span):  # split_sentences' pieces: always found
-        match = _POINTER.match(text[start:stop].strip())
-        if match and out.strip():
-            out = _cite_at_end(out, CITATION.findall(match.group(1)))
+        numbers = _pointed_at(text[start:stop].strip(), sources)
+        if numbers and out.strip():
+            out = _cite_at_end(out, numbers)
         else:
             out += text[copied:stop]
         copied = stop
     out += text[copied:]
     return (out.strip(), True) if out != text else (text, False)
+
+
+def _pointed_at(sentence: str, sources: Sequence[str]) -> list[str]:
+    """The passage numbers a pointer sentence names; [] when it is not one."""
+    match = _POINTER.match(sentence)
+    if match:
+        return CITATION.findall(match.group(1))
+    match = _FILE_POINTER.match(sentence)
+    if not match:
+        return []
+    name = match.group("name").strip().lower()
+    return [str(i) for i, source in enumerate(sources, start=1) if PurePath(source).name.lower() == name or source.lower() == name]
 
 
 def _cite_at_end(text: str, numbers: list[str]) -> str:
@@ -143,23 +168,26 @@ def ends_in_lead_in(text: str) -> bool:
     return bool(_LEAD_IN_END.search(text)) and "```" not in text
 
 
-def drop_trailing_lead_in(text: str) -> tuple[str, bool]:
+LEAD_IN_DROPPED, LEAD_IN_CLOSED = "unfinished lead-in dropped", "unfinished lead-in closed with a full stop"
+
+
+def drop_trailing_lead_in(text: str) -> tuple[str, str | None]:
     """An answer that ends in a lead-in the model never followed stops promising it: a short one
     ("For example:") is dropped, its citations moving to the sentence before unless that cites
     its own; a longer one, which may state the answer ("… the later place wins:"), ends with a
     full stop instead. A lead-in that is the whole answer stays (answer_verdict.judge sets such
     an answer aside: it promises a solution that is not there)."""
     if not ends_in_lead_in(text):
-        return text, False
+        return text, None
     spans = [span for span in sentence_spans(text) if span]
     if len(spans) < 2:
-        return text, False
+        return text, None
     start, before = spans[-1][0], text[spans[-2][0] : spans[-2][1]]
     lead_in = text[start:]
     if len(CITATION.sub(" ", lead_in).split()) >= MIN_SENTENCE_WORDS:
         colon = lead_in.rindex(":")
-        return text[:start] + _cite_at_end(lead_in[:colon].rstrip() + ".", CITATION.findall(lead_in[colon:])), True
-    return _cite_at_end(text[:start].rstrip(), [] if CITATION.search(before) else CITATION.findall(lead_in)), True
+        return text[:start] + _cite_at_end(lead_in[:colon].rstrip() + ".", CITATION.findall(lead_in[colon:])), LEAD_IN_CLOSED
+    return _cite_at_end(text[:start].rstrip(), [] if CITATION.search(before) else CITATION.findall(lead_in)), LEAD_IN_DROPPED
 
 
 ECHO_MIN_CHARS = 250
@@ -223,7 +251,9 @@ def cut_echo(text: str, passages: list[str]) -> tuple[str, str | None]:
     return head, "copied passage text cut"
 
 
-def tidy_answer(text: str, question: str, passages: list[str], hit_limit: bool) -> tuple[str, list[str]]:
+def tidy_answer(
+    text: str, question: str, passages: list[str], hit_limit: bool, sources: Sequence[str] = ()
+) -> tuple[str, list[str]]:
     """The answer with loops cut, copied passage labels and unasked-for code removed and a cut-off end marked; and what was done."""
     done: list[str] = []
     text, looped = drop_repeats(text.strip())
@@ -236,7 +266,7 @@ def tidy_answer(text: str, question: str, passages: list[str], hit_limit: bool) 
     if echo:
         done.append(echo)
         hit_limit = hit_limit and echo == PASSAGE_COPIED  # what is left ends where the model stopped answering
-    text, pointed = fold_pointer_sentences(text)
+    text, pointed = fold_pointer_sentences(text, sources)
     if pointed:
         done.append("pointer sentence folded into a citation")
     text, lone = join_lone_citation(text)
@@ -244,7 +274,7 @@ def tidy_answer(text: str, question: str, passages: list[str], hit_limit: bool) 
         done.append("citation joined to its sentence")
     text, lead_in = drop_trailing_lead_in(text)
     if lead_in:
-        done.append("unfinished lead-in dropped")
+        done.append(lead_in)
     if _CODE_FENCE.search(text) and not wants_code(question, passages):
         text = _CODE_FENCE.sub("", text).strip()
         done.append("code removed")

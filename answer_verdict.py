@@ -21,6 +21,7 @@ from grounding import CITATION, Grounding, split_sentences
 from markdown_code import closing_fence, code_spans
 
 NO_BACKING = "no passage backs what the model wrote"
+COPIED = "the model copied a passage instead of answering"
 
 
 @dataclass
@@ -45,7 +46,7 @@ def judge(
     if REPEATED_EARLIER in tidied:
         return Verdict(False, "the model repeated its earlier answer instead of answering this question")
     if PASSAGE_COPIED in tidied:
-        return Verdict(False, "the model copied a passage instead of answering")
+        return Verdict(False, COPIED)
     if ends_in_lead_in(text):
         return Verdict(False, "the model's answer stops where the answer itself should begin")
     claims = [(s, _evidence(s, grounding, passages)) for s in split_sentences(text)]
@@ -107,7 +108,10 @@ def add_notice(answer: Any, notice: str) -> None:
 def let_quotes_stand(answer: Any, reason: str) -> None:
     """Set the model's text aside, with the reason, and make the quotes the answer."""
     answer.set_aside = answer.text
-    add_notice(answer, f"The model's answer was set aside: {reason}. The passages say:")
+    if reason == COPIED:  # nothing false was written: it is the passages' own words, which say it better quoted
+        add_notice(answer, "The model only copied the passages, so their sentences closest to the question are quoted:")
+    else:
+        add_notice(answer, f"The model's answer was set aside: {reason}. The passages say:")
     quotes = [Quote(q["passage"], q["text"], 0.0) for q in answer.quotes]
     answer.text = quotes_markdown(quotes, [p.label for p in answer.passages])
     answer.unsupported = []

@@ -346,7 +346,9 @@ class RAGSystem:
         hit_limit = yield from self._stream_into(answer, messages, started)
         if answer.error:
             return
-        answer.text, tidied = tidy_answer(answer.text, question, [p.text for p in answer.passages], hit_limit)
+        answer.text, tidied = tidy_answer(
+            answer.text, question, [p.text for p in answer.passages], hit_limit, [p.source for p in answer.passages]
+        )
         if repeats_earlier(answer.text, [m.get("content", "") for m in history if m.get("role") == "assistant"]):
             tidied.append(REPEATED_EARLIER)  # the last answer copied for a follow-up: set aside in _judge,
             if checks is None:  # which needs the embedding model; without it, the user is told

@@ -251,6 +251,17 @@ def test_an_answer_that_is_only_a_copied_passage_is_set_aside():
     assert "passage copied" in done
     verdict = judge(text, None, [GUIDE_PASSAGE, CONFIG_PASSAGE], "Where do settings come from?", done)
     assert not verdict.shown and "copied a passage" in verdict.reason
+    from types import SimpleNamespace
+
+    from answer_verdict import let_quotes_stand
+
+    places = [SimpleNamespace(label="guide.md"), SimpleNamespace(label="docqa-configuration.docx")]
+    answer = SimpleNamespace(text=text, notice=None, quotes=[{"passage": 2, "text": "Settings come from .env."}], passages=places, unsupported=[])
+    let_quotes_stand(answer, verdict.reason)
+    assert answer.notice.startswith("The model only copied the passages") and "set aside" not in answer.notice, (
+        "a faithful copy is not called untrustworthy"
+    )
+    assert answer.text.startswith("> Settings come from .env.") and answer.set_aside == text
 
 
 def test_a_quoted_sentence_and_copied_code_are_answers_not_echoes():
@@ -258,7 +269,7 @@ def test_a_quoted_sentence_and_copied_code_are_answers_not_echoes():
         "docqa reads settings from several places. When a setting is given in more than one place, the later place in "
         "this list wins (lowest precedence first):"
     )
-    assert tidy_answer(f"{sentence} [2]", "Which place wins?", [GUIDE_PASSAGE, CONFIG_PASSAGE], False)[1] == ["unfinished lead-in dropped"]
+    assert tidy_answer(f"{sentence} [2]", "Which place wins?", [GUIDE_PASSAGE, CONFIG_PASSAGE], False)[1] == ["unfinished lead-in closed with a full stop"]
     code = "def countdown(n):\n    if n <= 0:\n        print('Blastoff!')\n    else:\n        print(n)\n        countdown(n-1)\n" * 3
     answer = f"Like this [1]:\n\n```python\n{code}```"
     assert tidy_answer(answer, "Show me the code for countdown", [code], False) == (answer, [])
@@ -317,6 +328,18 @@ def test_a_sentence_that_only_says_where_the_answer_is_becomes_a_citation():
     assert fold_pointer_sentences("This is mentioned in [3].") == ("This is mentioned in [3].", False)
     assert fold_pointer_sentences("Your documents are not touched. The passage is from [1].")[0] == "Your documents are not touched [1]."
     assert fold_pointer_sentences("Restart docqa. The passage is [2].")[0] == "Restart docqa [2]."
+    assert fold_pointer_sentences("Use index and ask [1]. They are described in the passage from [1].")[0] == "Use index and ask [1]."
+
+
+def test_a_sentence_naming_the_file_of_the_answer_becomes_that_passages_citation():
+    from answer_tidy import fold_pointer_sentences
+
+    sources = ["guide.md", "docs/settings.docx", "docs/settings.docx"]
+    text, done = tidy_answer("Chunks are 1000 characters. This can be found in the [settings.docx] file.", "Size?", ["", "", ""], False, sources)
+    assert text == "Chunks are 1000 characters [2][3]." and "pointer sentence folded into a citation" in done
+    assert fold_pointer_sentences("It is 1000 [2]. This is described in settings.docx.", sources)[0] == "It is 1000 [2][3]."
+    unknown = "It is 1000 [2]. This can be found in the [other.docx] file."
+    assert fold_pointer_sentences(unknown, sources) == (unknown, False), "a file no passage comes from is not a citation"
 
 
 def test_a_lead_in_the_model_never_followed_is_dropped_or_sets_the_answer_aside():
@@ -325,8 +348,8 @@ def test_a_lead_in_the_model_never_followed_is_dropped_or_sets_the_answer_aside(
     assert tidy_answer("It is bitwise XOR [2]. For example: [3]", "Why 4?", [""], False)[0] == "It is bitwise XOR [2].", (
         "the lead-in's citation does not move onto a sentence citing another passage"
     )
-    stated, _ = tidy_answer("Settings come from several places. The later place in this list wins: [2]", "Which wins?", [""], False)
-    assert stated == "Settings come from several places. The later place in this list wins [2].", "a lead-in that states the answer stays"
+    stated, done = tidy_answer("Settings come from several places. The later place in this list wins: [2]", "Which wins?", [""], False)
+    assert done == ["unfinished lead-in closed with a full stop"] and stated == "Settings come from several places. The later place in this list wins [2].", "a lead-in that states the answer stays"
     alone = "The book shows a one-line solution that uses a dictionary: [2]"
     assert tidy_answer(alone, "Which solution?", [""], False)[0] == alone
     verdict = judge(alone, None, ["Use a dictionary to write a faster, simpler version of has_duplicates."], "Which solution?")

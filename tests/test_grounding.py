@@ -200,3 +200,34 @@ def test_of_two_equally_good_sentences_the_higher_ranked_passage_is_quoted(embed
     scores = sentence_scores(sentences, np.asarray(embedder.embed_query(question), dtype=np.float32), question)
     assert float(scores[0][0] - scores[1][0]) == pytest.approx(RANK_WEIGHT, abs=1e-5), "one place down costs RANK_WEIGHT"
     assert select_quotes(sentences, scores)[0].number == 1
+
+
+def test_ask_re_cites_a_claim_to_the_passage_it_was_copied_from(make_settings: Any, embedder: Any) -> None:
+    """The wiring in RAGSystem._judge: the answer the user sees cites the passage that holds its claim."""
+    import re
+
+    from llm_handler import LLMBackend
+    from rag_system import RAGSystem
+
+    class CitesTheOtherPassage(LLMBackend):
+        """Copies the dictionary passage's sentence and cites another passage's number (seen with Qwen 1.5B)."""
+
+        name = "stand-in"
+
+        def stream(self, messages: Any, max_tokens: int | None = None) -> Iterator[str]:
+            numbers = {name: n for n, name in re.findall(r"^\[(\d+)\] \((\w+)\.md", messages[-1]["content"], re.MULTILINE)}
+            yield f"The keys of a dictionary have to be hashable [{numbers['tuples']}]."
+
+    settings = make_settings()
+    (settings.docs_dir / "tuples.md").write_text(f"# Tuples and keys\n\n{TUPLES}\n", encoding="utf-8")
+    (settings.docs_dir / "dictionaries.md").write_text(f"# Dictionaries and keys\n\n{DICTIONARIES}\n", encoding="utf-8")
+    rag = RAGSystem(settings, embedder=embedder, llm=CitesTheOtherPassage())
+    try:
+        rag.index()
+        answer = rag.ask("Which keys can a dictionary have, and how do tuples differ?")
+        holder = 1 + [p.source for p in answer.passages].index("dictionaries.md")
+        assert answer.text == f"The keys of a dictionary have to be hashable [{holder}].", answer.text
+        assert "citation moved to the passage holding the sentence" in answer.tidied
+        assert not answer.set_aside and not answer.unsupported
+    finally:
+        rag.close()
