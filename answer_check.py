@@ -54,6 +54,13 @@ OPPOSITES = {
 }
 OPPOSITES.update({b: a for a, b in list(OPPOSITES.items())})
 _PREFIXES = ("un", "im", "in", "non", "ir", "il", "dis")
+# Set phrases whose opposite-looking word states nothing ("more useful than it seems at first"):
+# left in, "first" was read as contradicting a passage's "last two digits".
+_IDIOMS = re.compile(
+    r"\b(?:at first|at last|at least|at most|first of all|on the other hand|at the same time|more or less"
+    r"|right away|all right|in the end|from start to finish|sooner or later)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -127,7 +134,7 @@ def polarity_conflicts(claim: str, evidence_sentences: Sequence[str]) -> list[st
     problems: list[str] = []
     clauses = [c for s in evidence_sentences for c in _CLAUSE_BREAK.split(s)]
     evidence = [(set(_words(c)), set(tokenize(c))) for c in clauses]
-    for clause in _CLAUSE_BREAK.split(CITATION.sub(" ", claim)):
+    for clause in _CLAUSE_BREAK.split(_IDIOMS.sub(" ", CITATION.sub(" ", claim))):
         words = _words(clause)
         terms = set(tokenize(clause))
         if len(terms) < 2:

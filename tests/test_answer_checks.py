@@ -86,6 +86,17 @@ def test_an_opposite_about_something_else_is_not_a_flip():
         "In an abecedarian word double letters are allowed.")), "the same subject, flipped, is still caught"
 
 
+def test_an_opposite_inside_a_set_phrase_is_not_a_flip():
+    # Seen with Qwen 1.5B: a right answer set aside for "at first" beside the passage's "last two digits".
+    passage = ("The modulus operator is more useful than it seems. For example, x % 10 yields the right-most digit of x "
+               "(in base 10). Similarly x % 100 yields the last two digits.")
+    claim = "This is more useful than it seems at first because it lets you extract the last two digits of a number [2]."
+    assert polarity_conflicts(claim, split_sentences(passage)) == []
+    assert polarity_conflicts("Similarly x % 100 yields the first two digits.", split_sentences(passage)), (
+        "an ordinal that is a claim is still checked"
+    )
+
+
 def test_a_looping_answer_is_cut_and_marked():
     looping = "Tuples are immutable [1]. You cannot change a tuple. " + "You cannot change a tuple. " * 6
     assert repeats_from(looping) is not None

@@ -93,6 +93,23 @@ def test_the_export_is_fused_and_int8_vectors_do_not_depend_on_their_batch(torch
     assert np.allclose(np.array(fp32.embed_documents([TEXTS[1]]))[0], np.array(fp32.embed_documents(TEXTS))[1], atol=1e-5)
 
 
+def test_a_model_the_optimizer_does_not_know_keeps_its_plain_export(tmp_path, caplog):
+    """The fusion is only a speed-up: when it cannot be made, the plain export is what is kept (and then checked)."""
+    import logging
+
+    from onnx_export import _fuse
+
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text('{"model_type": "unknown-encoder"}')  # no head count to fuse with
+    plain = tmp_path / "plain.onnx"
+    plain.write_bytes(b"plain export")
+    with caplog.at_level(logging.INFO, logger="onnx_export"):
+        fused = _fuse(plain, tmp_path / "model.onnx", tmp_path / "model", reference=({}, None, None))
+    assert fused is False, "export_onnx then checks the kept fp32 model against torch itself"
+    assert (tmp_path / "model.onnx").read_bytes() == b"plain export" and not plain.exists()
+    assert "Keeping the plain ONNX export of model" in caplog.text
+
+
 def test_texts_are_batched_by_padded_tokens():
     from embeddings import OnnxEmbedder
 
