@@ -176,8 +176,11 @@ class RAGSystem:
     def _model_decides(self, answer: Answer, checks: Any, question: str, declined: bool, started: float) -> Iterator[Answer]:
         """A question the relevance rules doubt: the model's answer is shown only if it passes its
         checks; if the model finds no answer, or what it writes is set aside, the documents do
-        not cover the question (the quotes do not stand in: they would answer a question the
-        documents may not hold)."""
+        not cover the question. The quotes do not stand in as an answer (they would answer a
+        question the documents may not hold), but the refusal shows them as the nearest
+        sentences: a question asked in other words than the documents' is often doubted
+        ("Are my files uploaded to some cloud service?" beside the FAQ's "No. docqa has no
+        cloud component"), and the user can then read the answer instead of opening pages."""
         if not declined and not answer.error and answer.text:
             notice = answer.notice
             self._quote(answer, checks)
@@ -187,12 +190,19 @@ class RAGSystem:
                 return
             log.info("Doubtful question, model's answer set aside: refused (%s)", answer.notice)
             answer.set_aside, answer.notice, answer.quotes = None, notice, []
-        yield self._refuse(answer, checks, started)
+        yield self._refuse(answer, checks, started, nearest=True)
 
-    def _refuse(self, answer: Answer, checks: Any, started: float) -> Answer:
-        """The documents do not cover the question: say so, with the closest passages, instead of guessing."""
+    def _refuse(self, answer: Answer, checks: Any, started: float, nearest: bool = False) -> Answer:
+        """The documents do not cover the question: say so, with the closest passages, instead of
+        guessing; with `nearest`, also their sentences nearest to the question, verbatim."""
+        from answer_verdict import quotes_markdown
+
         answer.kind, answer.refused = "refusal", True
         answer.text = refusal_text(answer.passages)
+        quotes = select_quotes(checks[0], checks[2]) if nearest and checks else []
+        if quotes:
+            shown = quotes_markdown(quotes, [p.label for p in answer.passages])
+            answer.text += f"\n\nThe model found no answer in them. Their sentences nearest to your question, in case one answers it:\n\n{shown}"
         self._ground(answer, checks)
         return self._finish(answer, started)
 
