@@ -92,9 +92,17 @@ def looks_like_follow_up(question: str, history: list[Message]) -> bool:
     return bool(pointer) and not _names_before(question, pointer.start())
 
 
+_EXISTENTIAL = re.compile(r"\b(?:is|are|was|were|will\s+be|be)\s+there\b|\bthere(?:\s+(?:is|are|was|were|be)\b|'s\b)", re.IGNORECASE)
+
+
 def _relative(question: str, pointer: re.Match[str]) -> bool:
     """"that" after a naming word starts a clause about it ("the small model that comes built in"),
-    pointing at nothing earlier; after an asking word ("is that", "how does that") it points back."""
+    pointing at nothing earlier; after an asking word ("is that", "how does that") it points back.
+    "there" beside a form of "be" ("which commands are there?", "is there a limit?") says that
+    something exists, and points at no earlier place (seen in the browser: searched with the
+    previous question's words added)."""
+    if pointer.group().lower() == "there":
+        return any(m.start() <= pointer.start() < m.end() for m in _EXISTENTIAL.finditer(question))
     if pointer.group().lower() != "that":
         return False
     before = _WORD.findall(question[: pointer.start()])

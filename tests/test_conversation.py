@@ -149,6 +149,14 @@ def test_a_pronoun_after_a_name_the_question_gives_points_inside_the_question() 
     assert looks_like_follow_up("how do I raise it above CHUNK_SIZE?", HISTORY), "the pronoun comes first: it points back"
 
 
+def test_there_as_in_is_there_points_at_nothing_earlier() -> None:
+    # Seen in the browser: "Which commands are there?" after a question about the chunk size was
+    # searched as "Which commands are there (default chunk size)?".
+    for question in ["Which commands are there?", "Is there a size limit for files?", "there are two settings, which wins?"]:
+        assert not looks_like_follow_up(question, HISTORY), question
+    assert looks_like_follow_up("How do I get there?", HISTORY), "a place pointed at is still a follow-up"
+
+
 def test_that_starting_a_clause_points_at_nothing_earlier() -> None:
     # Seen in the browser: searched as "What is the small model that comes built in called (two commands set up run docqa)?"
     assert not looks_like_follow_up("What is the small model that comes built in called?", HISTORY)
