@@ -157,6 +157,33 @@ def polarity_conflicts(claim: str, evidence_sentences: Sequence[str]) -> list[st
     return list(dict.fromkeys(problems))
 
 
+_YES_NO = re.compile(r"^\W*(yes|no|not)\b[\s,.:;!-]*", re.IGNORECASE)
+
+
+def yes_no_conflicts(claim: str, evidence_sentences: Sequence[str]) -> list[str]:
+    """A claim that opens with "Yes" (or "No") where the passage sentence saying the same thing opens
+    with "No"/"Not" (or "Yes"): the passage's own answer to the question, flipped. Seen in the
+    browser: "Yes, by default the web interface listens on 127.0.0.1 …" beside the FAQ's "Not by
+    default: the web interface listens on 127.0.0.1 …"; the rest of the claim matched the passage
+    word for word, so no other check saw it."""
+    match = _YES_NO.match(CITATION.sub(" ", claim))
+    if not match or match.group(1).lower() == "not":
+        return []
+    rest = set(tokenize(match.string[match.end():]))
+    if len(rest) < 2:
+        return []
+    best, shared = None, 0
+    for sentence in evidence_sentences:
+        common = len(rest & set(tokenize(sentence)))
+        if common > shared:
+            best, shared = sentence, common
+    opening = _YES_NO.match(best) if best is not None and shared >= 0.5 * len(rest) else None
+    if opening is None or (opening.group(1).lower() == "yes") == (match.group(1).lower() == "yes"):
+        return []
+    said = match.group(1).lower()
+    return [f"says “{said}” where the passage says “{' '.join(best.split()[:3]).rstrip(',.:;!-')}”"]
+
+
 def check_claims(claims: Sequence[tuple[str, Sequence[str]]], passages: str, question: str = "") -> list[Disagreement]:
     """Each (sentence, sentences of the passages it relies on) checked; the problems found, one per sentence.
 
@@ -165,7 +192,11 @@ def check_claims(claims: Sequence[tuple[str, Sequence[str]]], passages: str, que
     """
     found: list[Disagreement] = []
     for sentence, evidence_sentences in claims:
-        problems = exact_mismatches(sentence, passages, question) + polarity_conflicts(sentence, evidence_sentences)
+        problems = (
+            exact_mismatches(sentence, passages, question)
+            + polarity_conflicts(sentence, evidence_sentences)
+            + yes_no_conflicts(sentence, evidence_sentences)
+        )
         if problems:
             found.append(Disagreement(sentence, "; ".join(problems)))
     return found

@@ -104,8 +104,9 @@ def join_lone_citation(text: str) -> tuple[str, bool]:
 _CITES = r"((?:\[\d{1,2}\][ ,]*)+)"
 _POINTER_LEAD = (
     r"^(?:(?:this|it|that|they|these|this information|the answer)\s+(?:is|are|can be|was|were)\s+(?:\w+\s+)?"
-    r"(?:mentioned|described|explained|stated|found|seen|shown|discussed|covered|given|noted|listed)\s+"
-    r"(?:in|from|by|at)|see|refer to|(?:as|this is)\s+(?:mentioned|stated|described|explained)\s+in|source:?"
+    r"(?:mentioned|described|explained|stated|found|seen|shown|discussed|covered|given|noted|listed|based)\s+"
+    r"(?:in|from|by|at|on)|(?:this|the)\s+(?:answer|information)\s+(?:comes|is taken)\s+from"
+    r"|see|refer to|(?:as|this is)\s+(?:mentioned|stated|described|explained)\s+in|source:?"
     r"|(?:the\s+)?(?:passage|source)s?\s+(?:is|are)(?:\s+(?:from|in))?)\s+(?:the\s+)?"
 )
 _POINTER = re.compile(
@@ -113,9 +114,11 @@ _POINTER = re.compile(
     + _CITES + r"\s*[.!]?$",
     re.IGNORECASE,
 )
-# "This can be found in the [notes.docx] file.": the model names the passage by its file, not its number.
+# "This can be found in the [notes.docx] file, under the "Settings" section.": the model names the
+# passage by its file, not its number, and maybe the part of it.
+_PART = r"(?:,?\s+(?:under|in)\s+the\s+[\"“'`]?[^\"”'`.\[\]\n]{1,60}[\"”'`]?\s+(?:section|chapter|table|heading|part))?"
 _FILE_POINTER = re.compile(
-    _POINTER_LEAD + r"[\[`'\"]?(?P<name>[\w .()-]{1,80}\.\w{1,5})[\]`'\"]?(?:\s+(?:file|document))?\s*"
+    _POINTER_LEAD + r"[\[`'\"]?(?P<name>[\w .()-]{1,80}\.\w{1,5})[\]`'\"]?(?:\s+(?:file|document))?" + _PART + r"\s*"
     + _CITES + r"?\s*[.!]?$",
     re.IGNORECASE,
 )
@@ -129,10 +132,14 @@ def fold_pointer_sentences(text: str, sources: Sequence[str] = ()) -> tuple[str,
     turn a file name into the numbers of its passages; a name no passage has stays a sentence."""
     if "```" in text:
         return text, False
-    out, copied = "", 0
+    out, copied, folded = "", 0, False
     for start, stop in (span for span in sentence_spans(text) if span):  # split_sentences' pieces: always found
-        numbers = _pointed_at(text[start:stop].strip(), sources)
-        if numbers and out.strip():
+        piece = text[start:stop].strip()
+        numbers = _pointed_at(piece, sources)
+        if folded and not CITATION.sub("", piece).strip(" ,.;"):
+            numbers = CITATION.findall(piece)  # "… section. [1][3]": the pointer's own citations, split off
+        folded = bool(numbers and out.strip())
+        if folded:
             out = _cite_at_end(out, numbers)
         else:
             out += text[copied:stop]

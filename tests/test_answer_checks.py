@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from answer_check import check_claims, exact_mismatches, polarity_conflicts
+from answer_check import check_claims, exact_mismatches, polarity_conflicts, yes_no_conflicts
 from answer_context import compact_passages, select_quotes, sentence_scores
 from answer_tidy import CUT_MARKER, repeats_from, tidy_answer
 from answer_verdict import judge, quotes_markdown
@@ -95,6 +95,27 @@ def test_an_opposite_inside_a_set_phrase_is_not_a_flip():
     assert polarity_conflicts("Similarly x % 100 yields the first two digits.", split_sentences(passage)), (
         "an ordinal that is a claim is still checked"
     )
+
+
+FAQ_REMOTE = """## Can I open docqa from another computer?
+
+Not by default: the web interface listens on 127.0.0.1, which only the same
+computer can reach. Setting GRADIO_SERVER_NAME=0.0.0.0 makes it reachable from
+your network, and then anyone who can reach it can ask about your documents."""
+
+
+def test_a_yes_where_the_passage_answers_no_is_flagged():
+    # Seen in the browser (Qwen 1.5B): "Can my colleagues open the web interface from their own computers?"
+    wrong = "Yes, by default the web interface listens on 127.0.0.1, which only the same computer can reach [1]."
+    sentences = split_sentences(FAQ_REMOTE)
+    assert yes_no_conflicts(wrong, sentences) == ["says “yes” where the passage says “Not by default”"]
+    assert check_claims([(wrong, sentences)], FAQ_REMOTE), "the answer is set aside"
+    right = "No, by default the web interface listens on 127.0.0.1, which only the same computer can reach [1]."
+    assert yes_no_conflicts(right, sentences) == []
+    assert yes_no_conflicts("Yes, setting GRADIO_SERVER_NAME=0.0.0.0 makes it reachable from your network.", sentences) == [], (
+        "a yes about what the passage's other sentence says is not compared with its no"
+    )
+    assert yes_no_conflicts("Yes, tuples are immutable [1].", split_sentences(TUPLES)) == []
 
 
 def test_a_looping_answer_is_cut_and_marked():
@@ -349,6 +370,9 @@ def test_a_sentence_naming_the_file_of_the_answer_becomes_that_passages_citation
     text, done = tidy_answer("Chunks are 1000 characters. This can be found in the [settings.docx] file.", "Size?", ["", "", ""], False, sources)
     assert text == "Chunks are 1000 characters [2][3]." and "pointer sentence folded into a citation" in done
     assert fold_pointer_sentences("It is 1000 [2]. This is described in settings.docx.", sources)[0] == "It is 1000 [2][3]."
+    seen = 'It is 1000 characters. This can be found in the [settings.docx] file, under the "Configuration variables" section. [1]'
+    assert fold_pointer_sentences(seen, sources)[0] == "It is 1000 characters [2][3][1].", "seen in the browser, with its own citation after it"
+    assert fold_pointer_sentences("It listens on 127.0.0.1. This answer comes from [1].")[0] == "It listens on 127.0.0.1 [1]."
     unknown = "It is 1000 [2]. This can be found in the [other.docx] file."
     assert fold_pointer_sentences(unknown, sources) == (unknown, False), "a file no passage comes from is not a citation"
 
