@@ -167,20 +167,14 @@ def yes_no_conflicts(claim: str, evidence_sentences: Sequence[str]) -> list[str]
     default: the web interface listens on 127.0.0.1 …"; the rest of the claim matched the passage
     word for word, so no other check saw it."""
     match = _YES_NO.match(CITATION.sub(" ", claim))
-    if not match or match.group(1).lower() == "not":
+    said = match.group(1).lower() if match else "not"
+    rest = set(tokenize(match.string[match.end():])) if match else set()
+    if said == "not" or len(rest) < 2 or not evidence_sentences:
         return []
-    rest = set(tokenize(match.string[match.end():]))
-    if len(rest) < 2:
+    best = max(evidence_sentences, key=lambda s: len(rest & set(tokenize(s))))  # the sentence saying the same (the first)
+    opening = _YES_NO.match(best) if len(rest & set(tokenize(best))) >= 0.5 * len(rest) else None
+    if opening is None or (opening.group(1).lower() == "yes") == (said == "yes"):
         return []
-    best, shared = None, 0
-    for sentence in evidence_sentences:
-        common = len(rest & set(tokenize(sentence)))
-        if common > shared:
-            best, shared = sentence, common
-    opening = _YES_NO.match(best) if best is not None and shared >= 0.5 * len(rest) else None
-    if opening is None or (opening.group(1).lower() == "yes") == (match.group(1).lower() == "yes"):
-        return []
-    said = match.group(1).lower()
     return [f"says “{said}” where the passage says “{' '.join(best.split()[:3]).rstrip(',.:;!-')}”"]
 
 

@@ -88,14 +88,14 @@ def looks_like_follow_up(question: str, history: list[Message]) -> bool:
         return False
     if _LEAD.match(question) or _CONNECTIVE.match(question) or _TERSE.match(question):
         return True
-    pointer = next((m for m in _POINTERS.finditer(question) if not _relative(question, m)), None)
+    pointer = next((m for m in _POINTERS.finditer(question) if not _points_nowhere(question, m)), None)
     return bool(pointer) and not _names_before(question, pointer.start())
 
 
 _EXISTENTIAL = re.compile(r"\b(?:is|are|was|were|will\s+be|be)\s+there\b|\bthere(?:\s+(?:is|are|was|were|be)\b|'s\b)", re.IGNORECASE)
 
 
-def _relative(question: str, pointer: re.Match[str]) -> bool:
+def _points_nowhere(question: str, pointer: re.Match[str]) -> bool:
     """"that" after a naming word starts a clause about it ("the small model that comes built in"),
     pointing at nothing earlier; after an asking word ("is that", "how does that") it points back.
     "there" beside a form of "be" ("which commands are there?", "is there a limit?") says that
