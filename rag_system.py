@@ -202,7 +202,7 @@ class RAGSystem:
         quotes = select_quotes(checks[0], checks[2]) if nearest and checks else []
         if quotes:
             shown = quotes_markdown(quotes, [p.label for p in answer.passages])
-            answer.text += f"\n\nThe model found no answer in them. Their sentences nearest to your question, in case one answers it:\n\n{shown}"
+            answer.text += f"\n\nNo answer could be confirmed from them. Their sentences nearest to your question, in case one answers it:\n\n{shown}"
         self._ground(answer, checks)
         return self._finish(answer, started)
 

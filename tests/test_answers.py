@@ -185,6 +185,7 @@ def test_a_doubtful_question_is_refused_when_the_model_does_not_confirm_it(tmp_p
     assert answer.refused and answer.kind == "refusal" and answer.text.startswith("The documents do not cover this.")
     assert not answer.quotes and answer.set_aside is None, "no quotes stand in for a question the documents may not hold"
     assert "[1] docqa-user-guide.pdf" in answer.text, "the closest passages are listed"
+    assert "No answer could be confirmed from them." in answer.text, "true whether the model declined or was set aside"
     nearest = answer.text.split("in case one answers it:\n\n", 1)[1]
     assert nearest.startswith("> ") and "\n> — [" in nearest, "their nearest sentences are shown verbatim, with their places"
     first = " ".join(line[2:] for line in nearest.split("\n>\n", 1)[0].splitlines())
