@@ -25,7 +25,7 @@ from config import Settings
 from data_folder import DataLock, LockMode, ensure_writable, open_stores_or_rebuild
 from embeddings import EmbeddingBackend
 from errors import EmbeddingError, LLMError, describe_error
-from grounding import claim_sentences, content_terms
+from grounding import claim_sentences
 from index_status import DocumentStatus, IndexCheck, IndexStatus, IndexTracker, document_statuses, manifest_stats
 from indexer import Indexer, IndexReport, Progress
 from llm_handler import REFUSAL, LLMBackend, answering_model, make_llm_backend
@@ -181,11 +181,7 @@ class RAGSystem:
         sentences: a question asked in other words than the documents' is often doubted
         ("Are my files uploaded to some cloud service?" beside the FAQ's "No. docqa has no
         cloud component"), and the user can then read the answer instead of opening pages."""
-        if not declined and not answer.error and answer.text and (strange := self._foreign_subject(question, answer.text)):
-            log.info("Doubtful question, the answer is about %s, which no document mentions: refused", ", ".join(strange))
-            unknown = "No indexed document mentions " + ", ".join(f"“{w}”" for w in strange) + "."
-            answer.notice = f"{answer.notice} {unknown}" if answer.notice else unknown
-        elif not declined and not answer.error and answer.text:
+        if not declined and not answer.error and answer.text:
             notice = answer.notice
             self._quote(answer, checks)
             self._judge(answer, checks, question, self._ground(answer, checks))
@@ -195,18 +191,6 @@ class RAGSystem:
             log.info("Doubtful question, model's answer set aside: refused (%s)", answer.notice)
             answer.set_aside, answer.notice, answer.quotes = None, notice, []
         yield self._refuse(answer, checks, started, nearest=True)
-
-    def _foreign_subject(self, question: str, text: str) -> list[str]:
-        """Words of the question, as typed, that no indexed chunk holds and that the model's answer uses.
-
-        Under doubt, such an answer is about a subject the documents never mention (seen on Think
-        Python: "How do I write and run unit tests with pytest?" got a pytest tutorial whose every
-        other word the passages hold, so the checks passed it). Only doubted questions: a question
-        the passages clearly answer often uses a word of its own ("partway", "trust") that the
-        answer rightly repeats."""
-        strange = self.retriever.unknown_terms(question) & content_terms(question) & content_terms(text)
-        words = (w.strip("?!.,;:()[]'\"") for w in question.split() if strange & content_terms(w))
-        return list(dict.fromkeys(words))
 
     def _refuse(self, answer: Answer, checks: Any, started: float, nearest: bool = False) -> Answer:
         """The documents do not cover the question: say so, with the closest passages, instead of

@@ -233,12 +233,6 @@ class Retriever:
         frequencies = self.keywords.chunk_frequencies(set(tokenize(question))) if limit > 0 else {}
         return {term for term, count in frequencies.items() if 0 < count <= limit}
 
-    def unknown_terms(self, question: str) -> set[str]:
-        """The question's terms (tokenized as the keyword index does) that no chunk holds; none while nothing is indexed."""
-        if not self.keywords.count():
-            return set()
-        return {term for term, count in self.keywords.chunk_frequencies(set(tokenize(question))).items() if count == 0}
-
     def focus(self, question: str) -> Focus:
         """What to search for a question: itself, or past QUESTION_MAX_CHARS its most informative part (question_focus.py)."""
         return focus_question(question, self.settings.question_max_chars, self.keywords.idf)

@@ -192,23 +192,6 @@ def test_a_doubtful_question_is_refused_when_the_model_does_not_confirm_it(tmp_p
     assert any(first in " ".join(p.text.split()) for p in answer.passages), f"verbatim from a passage: {first!r}"
 
 
-def test_a_doubtful_answer_about_a_subject_no_document_mentions_is_refused(tmp_path, embedder):
-    """Every other word of this answer is the FAQ's own, so the claim checks pass it; but no
-    document mentions Kubernetes, and the question was doubted (similarity 0.47)."""
-    rag, server = ollama_rag(
-        tmp_path, embedder, ["Yes: in Kubernetes, setting GRADIO_SERVER_NAME=0.0.0.0 makes it reachable from your network [1]."]
-    )
-    try:
-        answer = rag.ask("Does docqa work with Kubernetes?")
-    finally:
-        rag.close()
-        server.__exit__(None, None, None)
-    assert answer.relevance["model_decides"]
-    assert answer.refused and answer.text.startswith("The documents do not cover this."), answer.text
-    assert "Kubernetes" not in answer.text.split("in case one answers it:")[0]
-    assert answer.notice == "No indexed document mentions “Kubernetes”."
-
-
 def test_a_doubtful_question_is_refused_as_before_when_the_setting_leaves_it_to_the_rules(tmp_path, embedder):
     shutil.copytree(ROOT / "documents", tmp_path / "documents")
     server = OllamaStandin(pieces=["The embedded model is SmolLM2-135M-Instruct [1]."]).__enter__()
