@@ -116,3 +116,48 @@ def split_question(question: str, min_chars: int) -> list[str]:
 
     first = [{"role": "user", "content": parts[0]}]
     return [parts[0], *(rewrite_by_rule(p, parts[0]) if looks_like_follow_up(p, first) else p for p in parts[1:])]
+
+
+CONSTRUCT = re.compile(
+    r"(?:\b(?:a|an|the)\s+|(?<![\w`'\"])(?=[`'\"]))[`'\"]?(?P<name>[a-z]+)[`'\"]?\s+"
+    r"(?P<kind>statement|keyword|operator|loop|clause|block|expression|function|method|command)s?\b",
+    re.IGNORECASE,
+)
+"""A construct named by a word: "a with statement", "the `in` operator", "a for loop"."""
+DETERMINERS = frozenset(
+    "a an the this that these those same other such own each every any some all both either neither few more most "
+    "many much no only first last next which what whose my your his her its our their".split()
+)
+"""Function words that qualify a noun ("the same function") rather than name a construct."""
+
+
+@dataclass(frozen=True)
+class Construct:
+    name: str
+    kind: str
+
+    def __str__(self) -> str:
+        return f"“{self.name}” {self.kind}"
+
+
+def function_word_constructs(question: str, function_words: frozenset[str]) -> list[Construct]:
+    """Constructs the question names by a function word: "How do I use a with statement?".
+
+    Keyword search drops function words and the embedding model gives them little weight, so
+    such a question matches passages about any statement ("a file is closed when the program
+    ends"): only the phrase itself shows whether a document covers the construct.
+    """
+    found = []
+    for match in CONSTRUCT.finditer(question):
+        name = match["name"].lower()
+        if name in function_words and name not in DETERMINERS:
+            found.append(Construct(name, match["kind"].lower()))
+    return found
+
+
+def names_construct(text: str, construct: Construct) -> bool:
+    """Whether `text` names the construct: "with statement", "`with` statements", "with-statement", "'with'"."""
+    name = re.escape(construct.name)
+    return bool(
+        re.search(rf"\b{name}[`'\"’”]?[\s-]+{construct.kind}s?\b|[`'\"‘“]{name}[`'\"’”]", text, re.IGNORECASE)
+    )

@@ -152,6 +152,7 @@ class RAGSystem:
             yield self._finish(answer, started)
             return
         checks = self._prepare_checks(answer, search, rare)
+        self._doubt_unnamed(answer, search)
         undecided = bool(checks and answer.relevance.get("model_decides") and self._available_llm() is not None)
         if checks and not answer.relevance.get("relevant", True) and not undecided:
             yield self._refuse(answer, checks, started)
@@ -172,6 +173,17 @@ class RAGSystem:
         elif checks and answer.text and not answer.error:
             self._judge(answer, checks, search, self._ground(answer, checks))
         yield self._finish(answer, started)
+
+    def _doubt_unnamed(self, answer: Answer, question: str) -> None:
+        """A question naming a construct by a function word that no document names ("a with
+        statement") is doubted, however close its passages: they match it on its other words
+        (question_intent.function_word_constructs), so the model's answer must pass its checks."""
+        if not answer.relevance.get("relevant"):
+            return
+        unnamed = self.retriever.unnamed_constructs(question)
+        if unnamed:
+            log.info("No document names %s: the question is doubted", ", ".join(map(str, unnamed)))
+            answer.relevance.update(relevant=False, model_decides=True, unnamed=[str(c) for c in unnamed])
 
     def _model_decides(self, answer: Answer, checks: Any, question: str, declined: bool, started: float) -> Iterator[Answer]:
         """A question the relevance rules doubt: the model's answer is shown only if it passes its
@@ -199,6 +211,8 @@ class RAGSystem:
 
         answer.kind, answer.refused = "refusal", True
         answer.text = refusal_text(answer.passages)
+        if unnamed := answer.relevance.get("unnamed"):  # the reason first: the passages match the question's other words
+            answer.text = answer.text.replace(REFUSAL, f"{REFUSAL} No document names the {' or the '.join(unnamed)}.", 1)
         quotes = select_quotes(checks[0], checks[2]) if nearest and checks else []
         if quotes:
             shown = quotes_markdown(quotes, [p.label for p in answer.passages])

@@ -204,3 +204,36 @@ def test_a_doubtful_question_is_refused_as_before_when_the_setting_leaves_it_to_
         rag.close()
         server.__exit__(None, None, None)
     assert answer.refused and not answer.relevance["model_decides"] and answer.model == ""
+
+
+FILES_NOTE = (
+    "# Reading files\n\nOpen a file with open(name) and read its lines in a for loop. "
+    "When you are done, call close() on the file. If you don't close the file, it gets closed for you "
+    "when the program ends.\n"
+)
+WITH_QUESTION = "How do I use a with statement so that a file is closed automatically?"
+
+
+@pytest.mark.parametrize("named", [False, True])
+def test_a_construct_no_document_names_is_doubted_and_refused_when_the_model_is_not_confirmed(tmp_path, embedder, named):
+    """The passage matches the question on its other words ("file", "closed"); "with" is a function
+    word that search does not see. Unless a document names the with statement, the model's answer
+    must pass its checks, and an invented one is refused with the reason."""
+    (tmp_path / "documents").mkdir()
+    note = FILES_NOTE + ("\nThe with statement closes the file for you at the end of its block.\n" if named else "")
+    (tmp_path / "documents" / "files.md").write_text(note)
+    invented = "Write with open(name) as f: and the file is closed automatically when the block ends [1]."
+    server = OllamaStandin(pieces=[invented]).__enter__()
+    rag = rag_with(module_settings(tmp_path, llm_backend="ollama", ollama_host=server.url), embedder)
+    try:
+        rag.index()
+        answer = rag.ask(WITH_QUESTION)
+    finally:
+        rag.close()
+        server.__exit__(None, None, None)
+    if named:
+        assert "unnamed" not in answer.relevance and not answer.refused, answer.text
+        return
+    assert answer.relevance["unnamed"] == ["“with” statement"] and answer.relevance["model_decides"]
+    assert answer.refused and answer.text.startswith("The documents do not cover this."), answer.text
+    assert answer.text.startswith("The documents do not cover this. No document names the “with” statement. "), answer.text

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from doc_types import Chunk
-from question_intent import asks_for_document_list, split_question, summary_target
+from question_intent import (
+    Construct,
+    asks_for_document_list,
+    function_word_constructs,
+    names_construct,
+    split_question,
+    summary_target,
+)
 from whole_document import part_text, split_parts
 
 SOURCES = ["thinkpython2.pdf", "notes/meeting-2024.md", "Report Q3.docx"]
@@ -53,3 +60,25 @@ def test_a_long_part_is_read_as_outline_and_sampled_chunk_starts() -> None:
     assert len(text) <= 3100
     assert text.startswith("Sections: Chapter 0; Chapter 1")
     assert "Chunk 0 begins here." in text and "Chunk 14 begins here." in text, "first and last chunks are sampled"
+
+
+FUNCTION_WORDS = frozenset("with if for in is not and or as from same this other".split())
+
+
+def test_constructs_named_by_a_function_word_are_found() -> None:
+    found = function_word_constructs
+    assert found("How do I use a with statement so that a file is closed?", FUNCTION_WORDS) == [Construct("with", "statement")]
+    assert found("What does the `in` operator do, and how does a for loop end?", FUNCTION_WORDS) == [
+        Construct("in", "operator"), Construct("for", "loop"),
+    ]
+    # a determiner qualifies the noun; a content word is seen by search already
+    assert found("Can the same function be called twice from this method?", FUNCTION_WORDS) == []
+    assert found("What is a fruitful function?", FUNCTION_WORDS) == []
+
+
+def test_a_construct_is_named_by_its_phrase_or_its_quoted_word_only() -> None:
+    with_statement = Construct("with", "statement")
+    for text in ["The with statement closes it.", "`with` statements", "a with-statement", "the keyword 'with'", "with\nstatement"]:
+        assert names_construct(text, with_statement), text
+    for text in ["an assignment statement with a colon", "within statement blocks", "with the print statement"]:
+        assert not names_construct(text, with_statement), text
