@@ -65,9 +65,15 @@ def test_the_same_question_gets_the_same_answer(shipped):
     assert first.text and (first.set_aside or first.text) == (second.set_aside or second.text)
 
 
-def ollama_rag(tmp_path: Path, embedder, pieces: list[str]):
+def ollama_rag(tmp_path: Path, embedder, pieces: list[str], files: dict[str, str] | None = None):
+    """A RAGSystem answering through the Ollama stand-in, over the shipped documents or `files` (name: text)."""
     home = tmp_path
-    shutil.copytree(ROOT / "documents", home / "documents")
+    if files is None:
+        shutil.copytree(ROOT / "documents", home / "documents")
+    else:
+        (home / "documents").mkdir()
+        for name, text in files.items():
+            (home / "documents" / name).write_text(text)
     server = OllamaStandin(pieces=pieces).__enter__()
     settings = module_settings(home, llm_backend="ollama", ollama_host=server.url)
     rag = rag_with(settings, embedder)
@@ -219,14 +225,10 @@ def test_a_construct_no_document_names_is_doubted_and_refused_when_the_model_is_
     """The passage matches the question on its other words ("file", "closed"); "with" is a function
     word that search does not see. Unless a document names the with statement, the model's answer
     must pass its checks, and an invented one is refused with the reason."""
-    (tmp_path / "documents").mkdir()
     note = FILES_NOTE + ("\nThe with statement closes the file for you at the end of its block.\n" if named else "")
-    (tmp_path / "documents" / "files.md").write_text(note)
     invented = "Write with open(name) as f: and the file is closed automatically when the block ends [1]."
-    server = OllamaStandin(pieces=[invented]).__enter__()
-    rag = rag_with(module_settings(tmp_path, llm_backend="ollama", ollama_host=server.url), embedder)
+    rag, server = ollama_rag(tmp_path, embedder, [invented], {"files.md": note})
     try:
-        rag.index()
         answer = rag.ask(WITH_QUESTION)
     finally:
         rag.close()
