@@ -117,8 +117,10 @@ _POINTER = re.compile(
 # "This can be found in the [notes.docx] file, under the "Settings" section.": the model names the
 # passage by its file, not its number, and maybe the part of it.
 _PART = r"(?:,?\s+(?:under|in)\s+the\s+[\"“'`]?[^\"”'`.\[\]\n]{1,60}[\"”'`]?\s+(?:section|chapter|table|heading|part))?"
+# "…, which explains where docqa reads settings from": what the file is about, not a claim of the answer.
+_ABOUT_FILE = r"(?:,\s+(?:which|that|where)\s+[^.\[\]\n]{1,200})?"
 _FILE_POINTER = re.compile(
-    _POINTER_LEAD + r"[\[`'\"]?(?P<name>[\w .()-]{1,80}\.\w{1,5})[\]`'\"]?(?:\s+(?:file|document))?" + _PART + r"\s*"
+    _POINTER_LEAD + r"[\[`'\"]?(?P<name>[\w .()-]{1,80}\.\w{1,5})[\]`'\"]?(?:\s+(?:file|document))?" + _PART + _ABOUT_FILE + r"\s*"
     + _CITES + r"?\s*[.!]?$",
     re.IGNORECASE,
 )
