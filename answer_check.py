@@ -76,9 +76,13 @@ def _normal(text: str) -> str:
     return " ".join(text.lower().translate(_QUOTE_MARKS).split())
 
 
+_LIST_MARKER = re.compile(r"(?m)^\s*\d{1,2}[.)](?=\s)")
+"""The "1." of a numbered list item, which numbers the model's own steps: no claim to check."""
+
+
 def _numbers(text: str) -> list[tuple[str, str]]:
-    """(number without thousands commas, the word after it) for every number outside citations."""
-    plain = CITATION.sub(" ", text)
+    """(number without thousands commas, the word after it) for every number outside citations and list markers."""
+    plain = _LIST_MARKER.sub(" ", CITATION.sub(" ", text))
     return [(m.group(0).split()[0].rstrip("%").replace(",", "").lstrip("+"), (m.group(1) or "").lower()) for m in _NUMBER.finditer(plain)]
 
 

@@ -37,6 +37,14 @@ def test_numbers_from_the_question_may_be_repeated():
     assert exact_mismatches("6 ^ 2 is 4 because ^ is XOR.", "^ is the bitwise XOR operator", question="I typed 6 ^ 2 and got 4") == []
 
 
+def test_the_number_of_a_list_item_is_no_claim():
+    """Seen in the browser: "How do I use Ollama for better answers?" answered in steps "1. Install
+    Ollama …" was set aside for "the number 1 is not in the passage"."""
+    assert exact_mismatches("1. Install Ollama, then run `ollama serve`.", OLLAMA) == []
+    assert exact_mismatches("Steps:\n2) Install Ollama in 5 minutes.", OLLAMA) == ["the number 5 is not in the passage"]
+    assert exact_mismatches("1.5 GB are needed.", OLLAMA) == ["the number 1.5 is not in the passage"], "a decimal is a number"
+
+
 def test_an_invented_command_or_identifier_is_flagged():
     problems = exact_mismatches("Run `ollama pull llama9` and call ollama_client.start() first.", OLLAMA)
     assert any("llama9" in p for p in problems) and any("ollama_client.start" in p for p in problems)
