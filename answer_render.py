@@ -119,10 +119,10 @@ def is_refusal(text: str) -> bool:
     return REFUSAL.lower().rstrip(".") in opening
 
 
-def refusal_text(passages: Sequence[Placed], shown: int = 3) -> str:
-    """What the relevance gate says instead of guessing: the refusal, then where the closest passages are."""
+def refusal_text(passages: Sequence[Placed], shown: int = 3, reason: str = "") -> str:
+    """What the relevance gate says instead of guessing: the refusal, its `reason` when there is one, then where the closest passages are."""
     closest = "\n".join(f"[{n}] {place(p)}" for n, p in enumerate(passages[:shown], start=1))
-    return f"{REFUSAL} No passage is close enough to the question to answer from; the closest are:\n{closest}"
+    return f"{REFUSAL}{' ' + reason if reason else ''} No passage is close enough to the question to answer from; the closest are:\n{closest}"
 
 
 # ---------------------------------------------------------------- plain text

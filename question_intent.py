@@ -156,8 +156,7 @@ def function_word_constructs(question: str, function_words: frozenset[str]) -> l
 
 
 def names_construct(text: str, construct: Construct) -> bool:
-    """Whether `text` names the construct: "with statement", "`with` statements", "with-statement", "'with'"."""
-    name = re.escape(construct.name)
-    return bool(
-        re.search(rf"\b{name}[`'\"’”]?[\s-]+{construct.kind}s?\b|[`'\"‘“]{name}[`'\"’”]", text, re.IGNORECASE)
-    )
+    """Whether `text` names the construct: "with statement", "`with` statements", "with-statement".
+
+    Always by its name and its kind together, so a store can first narrow to the texts holding both words."""
+    return bool(re.search(rf"\b{re.escape(construct.name)}[`'\"’”]?[\s-]+{construct.kind}s?\b", text, re.IGNORECASE))

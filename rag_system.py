@@ -210,9 +210,8 @@ class RAGSystem:
         from answer_verdict import quotes_markdown
 
         answer.kind, answer.refused = "refusal", True
-        answer.text = refusal_text(answer.passages)
-        if unnamed := answer.relevance.get("unnamed"):  # the reason first: the passages match the question's other words
-            answer.text = answer.text.replace(REFUSAL, f"{REFUSAL} No document names the {' or the '.join(unnamed)}.", 1)
+        unnamed = answer.relevance.get("unnamed")  # the passages match the question's other words: say why they do not answer it
+        answer.text = refusal_text(answer.passages, reason=f"No document names the {' or the '.join(unnamed)}." if unnamed else "")
         quotes = select_quotes(checks[0], checks[2]) if nearest and checks else []
         if quotes:
             shown = quotes_markdown(quotes, [p.label for p in answer.passages])

@@ -76,9 +76,10 @@ def test_constructs_named_by_a_function_word_are_found() -> None:
     assert found("What is a fruitful function?", FUNCTION_WORDS) == []
 
 
-def test_a_construct_is_named_by_its_phrase_or_its_quoted_word_only() -> None:
+def test_a_construct_is_named_by_its_phrase_only() -> None:
     with_statement = Construct("with", "statement")
-    for text in ["The with statement closes it.", "`with` statements", "a with-statement", "the keyword 'with'", "with\nstatement"]:
+    for text in ["The with statement closes it.", "`with` statements", "a with-statement", "the 'with' statement", "with\nstatement"]:
         assert names_construct(text, with_statement), text
-    for text in ["an assignment statement with a colon", "within statement blocks", "with the print statement"]:
+    # the kind word must follow the name: Retriever.unnamed_constructs reads only the chunks holding both
+    for text in ["an assignment statement with a colon", "within statement blocks", "with the print statement", "the keyword 'with'"]:
         assert not names_construct(text, with_statement), text
