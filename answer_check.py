@@ -76,7 +76,7 @@ def _normal(text: str) -> str:
     return " ".join(text.lower().translate(_QUOTE_MARKS).split())
 
 
-_LIST_MARKER = re.compile(r"(?m)^\s*\d{1,2}[.)](?=\s)")
+_LIST_MARKER = re.compile(r"(?m)^\s*\d{1,2}[.)](?=\s|$)")
 """The "1." of a numbered list item, which numbers the model's own steps: no claim to check."""
 
 

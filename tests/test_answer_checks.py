@@ -43,6 +43,12 @@ def test_the_number_of_a_list_item_is_no_claim():
     assert exact_mismatches("1. Install Ollama, then run `ollama serve`.", OLLAMA) == []
     assert exact_mismatches("Steps:\n2) Install Ollama in 5 minutes.", OLLAMA) == ["the number 5 is not in the passage"]
     assert exact_mismatches("1.5 GB are needed.", OLLAMA) == ["the number 1.5 is not in the passage"], "a decimal is a number"
+    steps = (
+        "To use Ollama for better answers, follow these steps:\n\n1. Install Ollama.\n2. Start it with `ollama serve`.\n"
+        "3. Download the model with `ollama pull llama3.2`.\n4. Restart docqa [1]."
+    )  # the whole answer, as the model wrote it: the sentence splitter makes each "1." a sentence of its own
+    verdict = judge(steps, None, [OLLAMA], "How do I use Ollama for better answers?")
+    assert verdict.shown, verdict.reason
 
 
 def test_an_invented_command_or_identifier_is_flagged():
