@@ -221,7 +221,7 @@ class SentenceTransformerEmbedder(EmbeddingBackend):
 
 
 # Bump when the export or quantization recipe changes, so cached copies are made anew.
-ONNX_EXPORT_VERSION = 2  # 2: fused attention, GELU and LayerNorm (onnx_export._fuse)
+ONNX_EXPORT_VERSION = 3  # 2: fused attention, GELU and LayerNorm (onnx_export._fuse); 3: LayerNorm unfused, int8 attention
 
 
 class OnnxEmbedder(EmbeddingBackend):
@@ -245,7 +245,9 @@ class OnnxEmbedder(EmbeddingBackend):
         self._model_path = model_path
         self.folder = _ModelFolder(model_path)
         self.quantize = quantize
-        self.name = self.folder.name + ("-int8" if quantize == "int8" else "")
+        # int8 vectors change with the quantisation recipe, so its name (collection, eval cache) carries the export's
+        # version: an index of an older recipe is embedded again, as for a model change. fp32 keeps torch's vectors.
+        self.name = self.folder.name + (f"-int8-v{ONNX_EXPORT_VERSION}" if quantize == "int8" else "")
         self.batch_size = batch_size
         self.threads = threads
         self.cache_dir = Path(cache_dir or Path.home() / ".cache" / "docqa")
@@ -367,7 +369,9 @@ class OnnxEmbedder(EmbeddingBackend):
         # Idle threads sleep instead of spinning: on a quiet machine 2% slower, but with another process on the
         # cores (the converter workers, llama.cpp answering) 30% faster to embed and queries 4.5 ms instead of 9.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        from onnx_export import UNFUSED
+
+        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"], disabled_optimizers=UNFUSED)
 
     def _embed(self, texts: list[str]) -> list[list[float]]:
         import numpy as np

@@ -3,6 +3,8 @@ one collection per model so vectors of different models never mix."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -68,7 +70,7 @@ def test_onnx_int8_is_close_and_gets_its_own_collection(torch_embedder, onnx_cac
     cosine = (got * want).sum(axis=1)
     assert cosine.min() > 0.97, cosine
     assert cosine.max() < 0.99999  # really the quantized weights, not the fp32 copy
-    assert int8.name == "all-MiniLM-L6-v2-int8"
+    assert int8.name == "all-MiniLM-L6-v2-int8-v3"
     assert int8.fingerprint() != embedder.fingerprint()
     # int8 MatMul weights (the word-embedding table stays fp32, as per-tensor int8 there hurt quality)
     assert int8.onnx_path.stat().st_size < 0.75 * OnnxEmbedder(cache_dir=onnx_cache).onnx_path.stat().st_size
@@ -77,15 +79,25 @@ def test_onnx_int8_is_close_and_gets_its_own_collection(torch_embedder, onnx_cac
 def test_the_export_is_fused_and_int8_vectors_do_not_depend_on_their_batch(torch_embedder, onnx_cache):
     """The fused graph (1.5x faster to embed) still gives torch's vectors; int8 embeds each text alone."""
     import onnx
+    import onnxruntime as ort
 
     from embeddings import OnnxEmbedder
+    from onnx_export import UNFUSED
+
+    def ops(path: Path) -> set[str]:
+        return {node.op_type for node in onnx.load(str(path), load_external_data=False).graph.node}
 
     fp32 = OnnxEmbedder(cache_dir=onnx_cache)
     fp32.embed_query("warm")
-    ops = {node.op_type for node in onnx.load(str(fp32.onnx_path), load_external_data=False).graph.node}
-    assert {"Attention", "SkipLayerNormalization", "BiasGelu"} <= ops, ops
+    assert {"Attention", "BiasGelu", "LayerNormalization"} <= ops(fp32.onnx_path), ops(fp32.onnx_path)
     assert sorted(f.name for f in fp32.onnx_path.parent.iterdir()) == ["model-int8.onnx", "model.onnx"]  # no plain copy left
+    # The slow fused residual + LayerNorm kernel is neither in the file nor made again by the session's optimizer
+    options = ort.SessionOptions()
+    options.optimized_model_filepath = str(onnx_cache / "session-graph.onnx")
+    ort.InferenceSession(str(fp32.onnx_path), options, providers=["CPUExecutionProvider"], disabled_optimizers=UNFUSED)
+    assert "SkipLayerNormalization" not in ops(fp32.onnx_path) | ops(onnx_cache / "session-graph.onnx")
     int8 = OnnxEmbedder(cache_dir=onnx_cache, quantize="int8")
+    assert {"QAttention", "MatMulInteger"} <= ops(int8.onnx_path) and "Attention" not in ops(int8.onnx_path)  # projections int8
     alone = np.array(int8.embed_documents([TEXTS[1]]))[0]
     among = np.array(int8.embed_documents(TEXTS + ["padding " * 40, "short"]))[1]
     assert np.allclose(alone, among, atol=1e-6)  # dynamic quantisation scales per call: one text per call
@@ -164,9 +176,9 @@ def test_switching_models_reindexes_into_a_new_collection(make_settings, torch_e
         assert report.chunks_embedded == 3  # re-embedded with the new model, not reused
         stats = rag.vectors.get_collection_stats()
         assert stats["collection"] != default_collection
-        assert stats["embedding_model"] == "all-MiniLM-L6-v2-int8" and stats["dimension"] == 384
+        assert stats["embedding_model"] == "all-MiniLM-L6-v2-int8-v3" and stats["dimension"] == 384
         meta = rag.vectors.collection.metadata
-        assert meta["embedding_model"] == "all-MiniLM-L6-v2-int8" and meta["dimension"] == 384
+        assert meta["embedding_model"] == "all-MiniLM-L6-v2-int8-v3" and meta["dimension"] == 384
         assert rag.retrieve_context("How do bees tell the hive where flowers are?")[0].source == "bees.md"
         names = {c.name for c in rag.vectors.client.list_collections()}
         assert default_collection in names  # the old model's vectors stay apart, untouched
