@@ -10,8 +10,8 @@ The transformer is exported with eager attention, whose graph ONNX Runtime's BER
 recognises: it fuses each layer's attention and bias + GELU into single kernels (`_fuse`). The
 same vectors (cosine > 0.9999, checked), 1.2-1.4x faster to embed on 2 cores
 (docs/embedding-results.md). Residual + LayerNorm stay two standard ops: ONNX Runtime's fused
-SkipLayerNormalization kernel took 20% of an int8 embedding, against 3% for Add + LayerNorm, so
-the session also keeps it from fusing them again (`UNFUSED`). The int8 model quantises the fused
+SkipLayerNormalization kernel took 20% of an int8 embedding, against 4% for Add + LayerNorm, so
+the session also keeps it from fusing them again (`open_session`). The int8 model quantises the fused
 attention's projections too (QAttention). A model the optimizer cannot fuse, or whose fused
 graph does not match torch, keeps the plain export.
 """
@@ -30,7 +30,15 @@ from errors import EmbeddingError
 log = logging.getLogger(__name__)
 
 # ONNX Runtime's session-time fusions to leave out: its SkipLayerNormalization kernel is the slow one (above).
-UNFUSED = ["SkipLayerNormFusion"]
+_UNFUSED = ["SkipLayerNormFusion"]
+
+
+def open_session(path: Path, options: Any = None) -> Any:
+    """An ONNX Runtime CPU session of an exported model, which does not fuse residual + LayerNorm again."""
+    import onnxruntime as ort
+
+    return ort.InferenceSession(str(path), options or ort.SessionOptions(), providers=["CPUExecutionProvider"],
+                                disabled_optimizers=_UNFUSED)
 
 
 def export_onnx(model_folder: Path, target: Path, max_length: int, label: str = "") -> None:
@@ -138,7 +146,7 @@ def _fuse(source: Path, path: Path, model_folder: Path, reference: tuple[Any, An
 def _quantize(source: Path, path: Path) -> None:
     """Per-channel dynamic int8 weights of the MatMuls and the fused attention's projections (QAttention):
     per-tensor int8 costs too much accuracy. With the attention's projections in fp32 they took 45% of an
-    int8 embedding; quantised, the int8 model embeds 1.45x faster (docs/embedding-results.md)."""
+    int8 embedding; quantised (and LayerNorm unfused), the int8 model embeds 1.41x faster (docs/embedding-results.md)."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -162,11 +170,9 @@ def _check_export(folder: Path, reference: tuple[Any, Any, Any], fp32_checked: b
 def _check_model(path: Path, reference: tuple[Any, Any, Any], floor: float) -> None:
     """One exported model's sentence vectors against torch's on the padded check batch."""
     import numpy as np
-    import onnxruntime as ort
 
     feeds, mask, expected = reference
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    got = session.run(None, feeds)[0]
+    got = open_session(path).run(None, feeds)[0]
     cosine = float(np.min((pool_and_normalize(got, mask) * pool_and_normalize(expected, mask)).sum(axis=1)))
     if cosine < floor:
         raise EmbeddingError(

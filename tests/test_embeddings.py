@@ -82,7 +82,7 @@ def test_the_export_is_fused_and_int8_vectors_do_not_depend_on_their_batch(torch
     import onnxruntime as ort
 
     from embeddings import OnnxEmbedder
-    from onnx_export import UNFUSED
+    from onnx_export import open_session
 
     def ops(path: Path) -> set[str]:
         return {node.op_type for node in onnx.load(str(path), load_external_data=False).graph.node}
@@ -92,9 +92,10 @@ def test_the_export_is_fused_and_int8_vectors_do_not_depend_on_their_batch(torch
     assert {"Attention", "BiasGelu", "LayerNormalization"} <= ops(fp32.onnx_path), ops(fp32.onnx_path)
     assert sorted(f.name for f in fp32.onnx_path.parent.iterdir()) == ["model-int8.onnx", "model.onnx"]  # no plain copy left
     # The slow fused residual + LayerNorm kernel is neither in the file nor made again by the session's optimizer
+    # (the embedder and the export's check both open their sessions through open_session)
     options = ort.SessionOptions()
     options.optimized_model_filepath = str(onnx_cache / "session-graph.onnx")
-    ort.InferenceSession(str(fp32.onnx_path), options, providers=["CPUExecutionProvider"], disabled_optimizers=UNFUSED)
+    open_session(fp32.onnx_path, options)
     assert "SkipLayerNormalization" not in ops(fp32.onnx_path) | ops(onnx_cache / "session-graph.onnx")
     int8 = OnnxEmbedder(cache_dir=onnx_cache, quantize="int8")
     assert {"QAttention", "MatMulInteger"} <= ops(int8.onnx_path) and "Attention" not in ops(int8.onnx_path)  # projections int8
