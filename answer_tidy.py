@@ -109,9 +109,13 @@ _POINTER_LEAD = (
     r"|see|refer to|(?:as|this is)\s+(?:mentioned|stated|described|explained)\s+in|source:?"
     r"|(?:the\s+)?(?:passage|source)s?\s+(?:is|are)(?:\s+(?:from|in))?)\s+(?:the\s+)?"
 )
+# "… on page 2 of [1]", "… in [2] on page 3": the place, which the citation shows already (seen in the browser).
+_PLACE = r"(?:page|pages|lines?|p\.)\s*\d+(?:\s*(?:[-–,]|and|to)\s*\d+)*"
+_PLACE_OF = rf"(?:{_PLACE}\s+(?:of|in)\s+(?:the\s+)?)?"
+_AT_PLACE = rf"(?:,?\s+(?:on|at|in)\s+{_PLACE})?"
 _POINTER = re.compile(
-    _POINTER_LEAD + r"(?:(?:passage|passages|document|documents|context|source|sources|text)\s*(?:(?:from|in|at)\s+)?)?"
-    + _CITES + r"\s*[.!]?$",
+    _POINTER_LEAD + _PLACE_OF + r"(?:(?:passage|passages|document|documents|context|source|sources|text)\s*(?:(?:from|in|at)\s+)?)?"
+    + _CITES + _AT_PLACE + r"\s*[.!]?$",
     re.IGNORECASE,
 )
 # "This can be found in the [notes.docx] file, under the "Settings" section.": the model names the
@@ -120,8 +124,8 @@ _PART = r"(?:,?\s+(?:under|in)\s+the\s+[\"“'`]?[^\"”'`.\[\]\n]{1,60}[\"”'`
 # "…, which explains where docqa reads settings from": what the file is about, not a claim of the answer.
 _ABOUT_FILE = r"(?:,\s+(?:which|that|where)\s+[^.\[\]\n]{1,200})?"
 _FILE_POINTER = re.compile(
-    _POINTER_LEAD + r"[\[`'\"]?(?P<name>[\w .()-]{1,80}\.\w{1,5})[\]`'\"]?(?:\s+(?:file|document))?" + _PART + _ABOUT_FILE + r"\s*"
-    + _CITES + r"?\s*[.!]?$",
+    _POINTER_LEAD + _PLACE_OF + r"[\[`'\"]?(?P<name>[\w .()-]{1,80}\.\w{1,5})[\]`'\"]?(?:\s+(?:file|document))?" + _AT_PLACE + _PART
+    + _ABOUT_FILE + r"\s*" + _CITES + r"?\s*[.!]?$",
     re.IGNORECASE,
 )
 

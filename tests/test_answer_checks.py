@@ -375,6 +375,12 @@ def test_a_sentence_that_only_says_where_the_answer_is_becomes_a_citation():
     assert fold_pointer_sentences("Your documents are not touched. The passage is from [1].")[0] == "Your documents are not touched [1]."
     assert fold_pointer_sentences("Restart docqa. The passage is [2].")[0] == "Restart docqa [2]."
     assert fold_pointer_sentences("Use index and ask [1]. They are described in the passage from [1].")[0] == "Use index and ask [1]."
+    # seen in the browser: the pointer also names the page, which the citation shows already
+    seen = "Yes, docqa can read scanned PDFs (read with OCR). This is mentioned in [2] on page 3."
+    assert fold_pointer_sentences(seen)[0] == "Yes, docqa can read scanned PDFs (read with OCR) [2]."
+    assert fold_pointer_sentences("It is 1000. This is stated on pages 2-3 of [1].")[0] == "It is 1000 [1]."
+    claim = "It is 1000. This is mentioned in [2] on page 3, next to the limits."
+    assert fold_pointer_sentences(claim) == (claim, False), "a pointer that goes on to say more stays"
 
 
 def test_a_sentence_naming_the_file_of_the_answer_becomes_that_passages_citation():
@@ -392,6 +398,8 @@ def test_a_sentence_naming_the_file_of_the_answer_becomes_that_passages_citation
         "where docqa reads settings from and lists the settings most people change. [1][3]"
     )  # seen in the browser: what the file is about adds nothing to the answer
     assert fold_pointer_sentences(described, sources)[0] == "The default chunk size is 1000 characters per chunk [2][3][1]."
+    on_page = "To open it, go to http://127.0.0.1:7860. This is mentioned on page 2 of [settings.docx]. [1]"
+    assert fold_pointer_sentences(on_page, sources)[0] == "To open it, go to http://127.0.0.1:7860 [2][3][1]."
     unknown = "It is 1000 [2]. This can be found in the [other.docx] file."
     assert fold_pointer_sentences(unknown, sources) == (unknown, False), "a file no passage comes from is not a citation"
 
