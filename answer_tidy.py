@@ -107,7 +107,8 @@ _POINTER_LEAD = (
     r"(?:mentioned|described|explained|stated|found|seen|shown|discussed|covered|given|noted|listed|based)\s+"
     r"(?:in|from|by|at|on)|(?:this|the)\s+(?:answer|information)\s+(?:comes|is taken)\s+from"
     r"|see|refer to|(?:as|this is)\s+(?:mentioned|stated|described|explained)\s+in|source:?"
-    r"|(?:the\s+)?(?:passage|source)s?\s+(?:is|are)(?:\s+(?:from|in))?)\s+(?:the\s+)?"
+    r"|(?:the\s+)?(?:passage|source)s?(?:\s+(?:that|which)\s+(?:provides?|gives?|contains?|supports?)\s+(?:this|the)\s+"
+    r"(?:information|answer))?\s+(?:is|are)(?:\s+(?:from|in))?)\s+(?:the\s+)?"
 )
 # "… on page 2 of [1]", "… in [2] on page 3": the place, which the citation shows already (seen in the browser).
 _PLACE = r"(?:page|pages|lines?|p\.)\s*\d+(?:\s*(?:[-–,]|and|to)\s*\d+)*"

@@ -379,6 +379,8 @@ def test_a_sentence_that_only_says_where_the_answer_is_becomes_a_citation():
     seen = "Yes, docqa can read scanned PDFs (read with OCR). This is mentioned in [2] on page 3."
     assert fold_pointer_sentences(seen)[0] == "Yes, docqa can read scanned PDFs (read with OCR) [2]."
     assert fold_pointer_sentences("It is 1000. This is stated on pages 2-3 of [1].")[0] == "It is 1000 [1]."
+    seen = "Go to http://127.0.0.1:7860. The passage that provides this information is [1]."  # the browser, too
+    assert fold_pointer_sentences(seen)[0] == "Go to http://127.0.0.1:7860 [1]."
     claim = "It is 1000. This is mentioned in [2] on page 3, next to the limits."
     assert fold_pointer_sentences(claim) == (claim, False), "a pointer that goes on to say more stays"
 
