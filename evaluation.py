@@ -486,6 +486,7 @@ def _answer_row(rag: Any, item: dict[str, Any], k: int) -> dict[str, Any]:
         "unsupported_sentences": answer.unsupported,
         "sentences_checked": answer.sentences_checked,
         "similarity": answer.relevance.get("similarity"),
+        "doubted": bool(answer.relevance.get("model_decides")),  # the relevance rules left it to the model
         "model": answer.model,
         "quotes_s": quotes_s,
         "first_token_s": answer.timings.get("first_token_s"),

@@ -192,17 +192,31 @@ class RAGSystem:
         question the documents may not hold), but the refusal shows them as the nearest
         sentences: a question asked in other words than the documents' is often doubted
         ("Are my files uploaded to some cloud service?" beside the FAQ's "No. docqa has no
-        cloud component"), and the user can then read the answer instead of opening pages."""
+        cloud component"), and the user can then read the answer instead of opening pages.
+
+        The answer must also be mostly backed (DOUBTED_MIN_SUPPORTED): with one claim backed and
+        four not, it is the model's own knowledge about a subject the passages only brush ("How
+        do I run unit tests with pytest?" beside the book's test code under `if __name__`)."""
         if not declined and not answer.error and answer.text:
             notice = answer.notice
             self._quote(answer, checks)
             self._judge(answer, checks, question, self._ground(answer, checks))
-            if answer.set_aside is None:
+            backed = self._backed_share(answer)
+            if answer.set_aside is None and backed >= self.settings.doubted_min_supported:
                 yield self._finish(answer, started)
                 return
+            if answer.set_aside is None:
+                answer.notice = f"only {backed:.0%} of the model's claims are backed by the passages"
             log.info("Doubtful question, model's answer set aside: refused (%s)", answer.notice)
             answer.set_aside, answer.notice, answer.quotes = None, notice, []
         yield self._refuse(answer, checks, started, nearest=True)
+
+    @staticmethod
+    def _backed_share(answer: Answer) -> float:
+        """The share of the answer's checked claims a passage backs; 1 when none was checked."""
+        if not answer.sentences_checked:
+            return 1.0
+        return 1 - min(len(answer.unsupported), answer.sentences_checked) / answer.sentences_checked
 
     def _refuse(self, answer: Answer, checks: Any, started: float, nearest: bool = False) -> Answer:
         """The documents do not cover the question: say so, with the closest passages, instead of

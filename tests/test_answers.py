@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -65,7 +66,7 @@ def test_the_same_question_gets_the_same_answer(shipped):
     assert first.text and (first.set_aside or first.text) == (second.set_aside or second.text)
 
 
-def ollama_rag(tmp_path: Path, embedder, pieces: list[str], files: dict[str, str] | None = None):
+def ollama_rag(tmp_path: Path, embedder, pieces: list[str], files: dict[str, str] | None = None, **overrides: Any):
     """A RAGSystem answering through the Ollama stand-in, over the shipped documents or `files` (name: text)."""
     home = tmp_path
     if files is None:
@@ -75,7 +76,7 @@ def ollama_rag(tmp_path: Path, embedder, pieces: list[str], files: dict[str, str
         for name, text in files.items():
             (home / "documents" / name).write_text(text)
     server = OllamaStandin(pieces=pieces).__enter__()
-    settings = module_settings(home, llm_backend="ollama", ollama_host=server.url)
+    settings = module_settings(home, llm_backend="ollama", ollama_host=server.url, **overrides)
     rag = rag_with(settings, embedder)
     rag.index()
     return rag, server
@@ -196,6 +197,33 @@ def test_a_doubtful_question_is_refused_when_the_model_does_not_confirm_it(tmp_p
     assert nearest.startswith("> ") and "\n> — [" in nearest, "their nearest sentences are shown verbatim, with their places"
     first = " ".join(line[2:] for line in nearest.split("\n>\n", 1)[0].splitlines())
     assert any(first in " ".join(p.text.split()) for p in answer.passages), f"verbatim from a passage: {first!r}"
+
+
+MOSTLY_INVENTED = [
+    "The embedded model is SmolLM2-135M-Instruct [1]. ",
+    "It was trained by a team of astronomers on star catalogues [1]. ",
+    "It writes its answers as poems in French and Spanish [1]. ",
+    "It also translates old film subtitles for television stations [1].",
+]
+"""One claim the guide backs, three the model made up: for a question the rules doubt, mostly its own knowledge."""
+
+
+@pytest.mark.parametrize("min_supported", [None, 0.0])
+def test_a_doubtful_question_is_refused_when_most_of_the_answer_is_unbacked(tmp_path, embedder, min_supported):
+    overrides = {} if min_supported is None else {"doubted_min_supported": min_supported}
+    rag, server = ollama_rag(tmp_path, embedder, MOSTLY_INVENTED, **overrides)
+    try:
+        answer = rag.ask(DOUBTFUL)
+    finally:
+        rag.close()
+        server.__exit__(None, None, None)
+    assert answer.relevance["model_decides"]
+    if min_supported == 0.0:  # the setting turned off: one backed claim is enough, as for other questions
+        assert not answer.refused and answer.sentences_checked == 4 and len(answer.unsupported) == 3, answer.text
+        return
+    assert answer.refused and answer.text.startswith("The documents do not cover this."), answer.text
+    assert "astronomers" not in answer.text and not answer.quotes
+    assert "in case one answers it:" in answer.text, "the nearest sentences are shown instead"
 
 
 def test_a_doubtful_question_is_refused_as_before_when_the_setting_leaves_it_to_the_rules(tmp_path, embedder):
