@@ -102,13 +102,18 @@ def join_lone_citation(text: str) -> tuple[str, bool]:
 
 
 _CITES = r"((?:\[\d{1,2}\][ ,]*)+)"
+# "The passage that explains this …", "The source which provides the information …": the passage named by what it does.
+_DOING = (
+    r"(?:\s+(?:that|which)\s+(?:provides?|gives?|contains?|supports?|explains?|describes?|mentions?|states?|says?)\s+"
+    r"(?:this|that|it|the\s+(?:information|answer))(?:\s+information)?)?"
+)
 _POINTER_LEAD = (
-    r"^(?:(?:this|it|that|they|these|this information|the answer)\s+(?:is|are|can be|was|were)\s+(?:\w+\s+)?"
+    r"^(?:(?:this|it|that|they|these|this information|the answer|(?:the\s+)?(?:passage|source)s?" + _DOING + r")"
+    r"\s+(?:is|are|can be|was|were)\s+(?:\w+\s+)?"
     r"(?:mentioned|described|explained|stated|found|seen|shown|discussed|covered|given|noted|listed|based)\s+"
     r"(?:in|from|by|at|on)|(?:this|the)\s+(?:answer|information)\s+(?:comes|is taken)\s+from"
     r"|see|refer to|(?:as|this is)\s+(?:mentioned|stated|described|explained)\s+in|source:?"
-    r"|(?:the\s+)?(?:passage|source)s?(?:\s+(?:that|which)\s+(?:provides?|gives?|contains?|supports?)\s+(?:this|the)\s+"
-    r"(?:information|answer))?\s+(?:is|are)(?:\s+(?:from|in))?)\s+(?:the\s+)?"
+    r"|(?:the\s+)?(?:passage|source)s?" + _DOING + r"\s+(?:is|are)(?:\s+(?:from|in))?)\s+(?:the\s+)?"
 )
 # "… on page 2 of [1]", "… in [2] on page 3": the place, which the citation shows already (seen in the browser).
 _PLACE = r"(?:page|pages|lines?|p\.)\s*\d+(?:\s*(?:[-–,]|and|to)\s*\d+)*"

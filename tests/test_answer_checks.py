@@ -381,6 +381,11 @@ def test_a_sentence_that_only_says_where_the_answer_is_becomes_a_citation():
     assert fold_pointer_sentences("It is 1000. This is stated on pages 2-3 of [1].")[0] == "It is 1000 [1]."
     seen = "Go to http://127.0.0.1:7860. The passage that provides this information is [1]."  # the browser, too
     assert fold_pointer_sentences(seen)[0] == "Go to http://127.0.0.1:7860 [1]."
+    seen = "Try RETRIEVAL_MODE=vector. The passage that explains this can be found in [1]."  # the browser, 2026-12-03
+    assert fold_pointer_sentences(seen)[0] == "Try RETRIEVAL_MODE=vector [1]."
+    assert fold_pointer_sentences("It is 1000. The source which describes the information is in [2].")[0] == "It is 1000 [2]."
+    claim = "It is 1000. The passage that explains this also lists the limits [1]."
+    assert fold_pointer_sentences(claim) == (claim, False), "a sentence saying what the passage holds stays"
     claim = "It is 1000. This is mentioned in [2] on page 3, next to the limits."
     assert fold_pointer_sentences(claim) == (claim, False), "a pointer that goes on to say more stays"
 
