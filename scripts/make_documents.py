@@ -276,11 +276,11 @@ GUIDE_PAGES: list[list[tuple[str, str]]] = [
             "docqa report an error than fall back to the embedded model when Ollama is not "
             "running.",
         ),
-        ("h2", "The embedded SmolLM2 model"),
+        ("h2", "The embedded Qwen model"),
         (
             "p",
-            "Without Ollama, docqa uses its embedded model: SmolLM2-135M-Instruct, run by "
-            "llama.cpp inside the docqa process. It comes with docqa, needs no separate "
+            "Without Ollama, docqa uses its embedded model: Qwen2.5-Coder-1.5B-Instruct, run by "
+            "llama.cpp inside the docqa process. It comes with docqa, needs no other "
             "program and runs on any CPU, so docqa always has a model to answer with.",
         ),
         (

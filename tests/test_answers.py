@@ -161,7 +161,7 @@ def test_the_answer_checks_embed_with_the_embedders_checking_model(tmp_path, emb
 
 
 DOUBTFUL = "What is the small model that comes built in called?"
-"""Asked in other words than the guide's ("the embedded model ... SmolLM2-135M-Instruct"): its best
+"""Asked in other words than the guide's ("the embedded model ... Qwen2.5-Coder-1.5B-Instruct"): its best
 sentence similarity (0.48) is under RELEVANCE_MIN_SIMILARITY, so the rules alone would refuse it."""
 
 
@@ -170,7 +170,7 @@ def test_a_doubtful_question_is_left_to_the_model_and_its_checked_answer_shown(s
     answer = shipped.ask(DOUBTFUL)
     assert answer.relevance["model_decides"] and not answer.relevance["relevant"]
     assert not answer.refused, answer.text
-    assert "smollm2" in answer.text.lower() and answer.set_aside is None
+    assert "qwen2.5" in answer.text.lower() and answer.set_aside is None
     assert answer.quotes, "quotes back the answer once the model has found one"
 
 
@@ -200,7 +200,7 @@ def test_a_doubtful_question_is_refused_when_the_model_does_not_confirm_it(tmp_p
 
 
 MOSTLY_INVENTED = [
-    "The embedded model is SmolLM2-135M-Instruct [1]. ",
+    "The embedded model is Qwen2.5-Coder-1.5B-Instruct [1]. ",
     "It was trained by a team of astronomers on star catalogues [1]. ",
     "It writes its answers as poems in French and Spanish [1]. ",
     "It also translates old film subtitles for television stations [1].",
@@ -228,7 +228,7 @@ def test_a_doubtful_question_is_refused_when_most_of_the_answer_is_unbacked(tmp_
 
 def test_a_doubtful_question_is_refused_as_before_when_the_setting_leaves_it_to_the_rules(tmp_path, embedder):
     shutil.copytree(ROOT / "documents", tmp_path / "documents")
-    server = OllamaStandin(pieces=["The embedded model is SmolLM2-135M-Instruct [1]."]).__enter__()
+    server = OllamaStandin(pieces=["The embedded model is Qwen2.5-Coder-1.5B-Instruct [1]."]).__enter__()
     settings = module_settings(tmp_path, llm_backend="ollama", ollama_host=server.url, relevance_model_decides_similarity=0.535)
     rag = rag_with(settings, embedder)
     try:
