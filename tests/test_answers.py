@@ -82,6 +82,16 @@ def ollama_rag(tmp_path: Path, embedder, pieces: list[str], files: dict[str, str
     return rag, server
 
 
+def ask_standin(tmp_path: Path, embedder, pieces: list[str], question: str, **overrides: Any) -> Any:
+    """`question` asked once of the shipped documents, the Ollama stand-in writing `pieces`."""
+    rag, server = ollama_rag(tmp_path, embedder, pieces, **overrides)
+    try:
+        return rag.ask(question)
+    finally:
+        rag.close()
+        server.__exit__(None, None, None)
+
+
 @pytest.mark.parametrize(
     "pieces, shown",
     [
@@ -182,12 +192,7 @@ def test_a_doubtful_question_is_left_to_the_model_and_its_checked_answer_shown(s
     ],
 )
 def test_a_doubtful_question_is_refused_when_the_model_does_not_confirm_it(tmp_path, embedder, pieces):
-    rag, server = ollama_rag(tmp_path, embedder, pieces)
-    try:
-        answer = rag.ask(DOUBTFUL)
-    finally:
-        rag.close()
-        server.__exit__(None, None, None)
+    answer = ask_standin(tmp_path, embedder, pieces, DOUBTFUL)
     assert answer.relevance["model_decides"]
     assert answer.refused and answer.kind == "refusal" and answer.text.startswith("The documents do not cover this.")
     assert not answer.quotes and answer.set_aside is None, "no quotes stand in for a question the documents may not hold"
@@ -211,12 +216,7 @@ MOSTLY_INVENTED = [
 @pytest.mark.parametrize("min_supported", [None, 0.0])
 def test_a_doubtful_question_is_refused_when_most_of_the_answer_is_unbacked(tmp_path, embedder, min_supported):
     overrides = {} if min_supported is None else {"doubted_min_supported": min_supported}
-    rag, server = ollama_rag(tmp_path, embedder, MOSTLY_INVENTED, **overrides)
-    try:
-        answer = rag.ask(DOUBTFUL)
-    finally:
-        rag.close()
-        server.__exit__(None, None, None)
+    answer = ask_standin(tmp_path, embedder, MOSTLY_INVENTED, DOUBTFUL, **overrides)
     assert answer.relevance["model_decides"]
     if min_supported == 0.0:  # the setting turned off: one backed claim is enough, as for other questions
         assert not answer.refused and answer.sentences_checked == 4 and len(answer.unsupported) == 3, answer.text
