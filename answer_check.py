@@ -7,6 +7,7 @@ own words ("lists are immutable" beside "tuples are immutable", "1024 bytes" bes
 
 - exact things: numbers (with the unit after them), code and identifiers, file names and
   quoted strings must appear in the passages the sentence relies on, or in the question;
+- quotations: a passage the answer quotes must hold the quoted words;
 - polarity: a clause that shares its subject with a passage sentence must not carry the
   opposite word (mutable/immutable, faster/slower, un-/im-/in-/non- forms) or the opposite
   negation.
@@ -180,6 +181,26 @@ def yes_no_conflicts(claim: str, evidence_sentences: Sequence[str]) -> list[str]
     if opening is None or (opening.group(1).lower() == "yes") == (said == "yes"):
         return []
     return [f"says “{said}” where the passage says “{' '.join(best.split()[:3]).rstrip(',.:;!-')}”"]
+
+
+_QUOTATION = re.compile(r"[“\"]([^”\"\n]{25,600})[”\"]")
+QUOTE_MIN_HELD = 0.8
+"""Share of a quotation's words (stemmed, no stop words) the passages must hold: a verbatim quote holds all,
+a quote with a word or two changed still passes, a passage the model made up holds about half."""
+
+
+def invented_quotations(text: str, passages: str, question: str = "") -> list[str]:
+    """Quotations of five words or more ("The passage explains: “…”") whose words the passages do not
+    hold: the model presents as the documents' own words a text it wrote itself (seen in the browser:
+    a made-up paragraph on pytest "quoted" from a user guide that never names it). Checked on the
+    whole answer, since a quotation can span sentences."""
+    known = set(tokenize(f"{passages}\n{question}"))
+    invented = []
+    for match in _QUOTATION.finditer(CITATION.sub(" ", text)):
+        words = tokenize(match.group(1))
+        if len(words) >= 5 and sum(w in known for w in words) / len(words) < QUOTE_MIN_HELD:
+            invented.append(match.group(1))
+    return invented
 
 
 def check_claims(claims: Sequence[tuple[str, Sequence[str]]], passages: str, question: str = "") -> list[Disagreement]:

@@ -1,8 +1,8 @@
 """Whether the model's answer is shown, or set aside for the quotes.
 
 The model's text is shown when it is non-empty, did not loop, at least one of its claims is
-backed by a passage (grounding.py), and no claim contradicts the passage it relies on
-(answer_check.py). Otherwise the verbatim quotes stand as the answer, with a notice saying
+backed by a passage (grounding.py), no claim contradicts the passage it relies on and no quotation is
+made up (answer_check.py). Otherwise the verbatim quotes stand as the answer, with a notice saying
 why, and the model's text is kept for the user to open. A user is never shown a model's
 claim the checks found wrong without that warning.
 """
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from answer_check import Disagreement, check_claims
+from answer_check import Disagreement, check_claims, invented_quotations
 from answer_context import Quote
 from answer_render import citations, quote_text_lines, unquoted
 from answer_tidy import PASSAGE_COPIED, REPEATED_EARLIER, ends_in_lead_in
@@ -49,6 +49,9 @@ def judge(
         return Verdict(False, COPIED)
     if ends_in_lead_in(text):
         return Verdict(False, "the model's answer stops where the answer itself should begin")
+    invented = invented_quotations(text, "\n".join(passages), question)
+    if invented:
+        return Verdict(False, f"it quotes words no passage holds: “{' '.join(invented[0].split()[:8])} …”")
     claims = [(s, _evidence(s, grounding, passages)) for s in split_sentences(text)]
     found = check_claims(claims, "\n".join([*passages, *labels]), question)
     if found:

@@ -174,6 +174,33 @@ def test_an_empty_or_contradicting_answer_is_set_aside():
     assert judge("The default chunk size is 1000 characters [1].", None, [CONFIG_ROW], "What is the default chunk size?").shown
 
 
+SETUP = (
+    "Setting up and running docqa takes two commands, both typed in a terminal in the project folder. "
+    "The first sets everything up and starts docqa: make run. The second command runs docqa's test suite, "
+    "which confirms that the installation works: make test."
+)
+FAQ = "- If the right passage is not found, change TOP_K or RETRIEVAL_MODE as\n  described in docqa-configuration.docx."
+
+
+def test_an_answer_quoting_words_no_passage_holds_is_set_aside():
+    """Seen in the browser: to "How do I write unit tests for docqa with pytest?" the model 'quoted' a
+    paragraph on pytest from a guide that never names it. A verbatim quote, even across a line break, stands."""
+    made_up = (
+        "To write unit tests, install the dependencies and run the test suite. The passage explains this in detail: "
+        "\"If you want to write unit tests for docqa, you can use pytest as a testing framework. First, make sure "
+        "that pytest is installed by running pip install pytest. Then, navigate to the project folder and run pytest "
+        "from the terminal.\" [1]"
+    )
+    verdict = judge(made_up, None, [SETUP], "How do I write unit tests for docqa with pytest?")
+    assert not verdict.shown and verdict.reason.startswith("it quotes words no passage holds: “If you want to write unit tests")
+    kept = (
+        "Try RETRIEVAL_MODE=vector. The passage [1] explains: \"If the right passage is not found, change TOP_K "
+        "or RETRIEVAL_MODE as described in docqa-configuration.docx.\""
+    )
+    assert judge(kept, None, [FAQ], "Which retrieval mode should I try?").shown
+    assert judge("It runs “make test, which confirms that the installation works” [1].", None, [SETUP], "How?").shown
+
+
 @pytest.fixture(scope="module")
 def tuple_sentences(embedder):
     passages = [TUPLES, CONFIG_ROW, OLLAMA]
