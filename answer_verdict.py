@@ -49,11 +49,12 @@ def judge(
         return Verdict(False, COPIED)
     if ends_in_lead_in(text):
         return Verdict(False, "the model's answer stops where the answer itself should begin")
-    invented = invented_quotations(text, "\n".join(passages), question)
+    held = "\n".join([*passages, *labels])
+    invented = invented_quotations(text, held, question)
     if invented:
         return Verdict(False, f"it quotes words no passage holds: “{' '.join(invented[0].split()[:8])} …”")
     claims = [(s, _evidence(s, grounding, passages)) for s in split_sentences(text)]
-    found = check_claims(claims, "\n".join([*passages, *labels]), question)
+    found = check_claims(claims, held, question)
     if found:
         first = found[0]
         return Verdict(False, f"it does not match the passages: {first.reason}", found)

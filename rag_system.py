@@ -200,23 +200,15 @@ class RAGSystem:
         if not declined and not answer.error and answer.text:
             notice = answer.notice
             self._quote(answer, checks)
-            self._judge(answer, checks, question, self._ground(answer, checks))
-            backed = self._backed_share(answer)
+            grounding = self._judge(answer, checks, question, self._ground(answer, checks))
+            backed = grounding.supported_share if grounding is not None and grounding.supported_share is not None else 1.0
             if answer.set_aside is None and backed >= self.settings.doubted_min_supported:
                 yield self._finish(answer, started)
                 return
-            if answer.set_aside is None:
-                answer.notice = f"only {backed:.0%} of the model's claims are backed by the passages"
-            log.info("Doubtful question, model's answer set aside: refused (%s)", answer.notice)
+            reason = answer.notice if answer.set_aside is not None else f"only {backed:.0%} of the model's claims are backed"
+            log.info("Doubtful question, model's answer set aside: refused (%s)", reason)
             answer.set_aside, answer.notice, answer.quotes = None, notice, []
         yield self._refuse(answer, checks, started, nearest=True)
-
-    @staticmethod
-    def _backed_share(answer: Answer) -> float:
-        """The share of the answer's checked claims a passage backs; 1 when none was checked."""
-        if not answer.sentences_checked:
-            return 1.0
-        return 1 - min(len(answer.unsupported), answer.sentences_checked) / answer.sentences_checked
 
     def _refuse(self, answer: Answer, checks: Any, started: float, nearest: bool = False) -> Answer:
         """The documents do not cover the question: say so, with the closest passages, instead of
@@ -304,8 +296,9 @@ class RAGSystem:
         """The passage sentences that best answer the question, shown before the model writes."""
         answer.quotes = quotes_json(select_quotes(checks[0], checks[2]), [p.label for p in answer.passages])
 
-    def _judge(self, answer: Answer, checks: Any, question: str, grounding: Any) -> None:
-        """Keep the model's text, or let the quotes stand as the answer with the reason (answer_verdict.py).
+    def _judge(self, answer: Answer, checks: Any, question: str, grounding: Any) -> Any:
+        """Keep the model's text, or let the quotes stand as the answer with the reason (answer_verdict.py);
+        returns the grounding of the text judged last.
 
         A claim that nearly copies a sentence of a passage it does not cite is first re-cited
         to that passage (grounding.corrected_citations). A right claim cited to the wrong
@@ -334,6 +327,7 @@ class RAGSystem:
             answer.text = cited
             add_notice(answer, f"Check this answer against the sources: {verdict.reason}.")
             answer.unsupported = answer.unsupported or claim_sentences(answer.text, [REFUSAL])
+        return grounding
 
     def _quotes_stand(self, answer: Answer, checks: Any, reason: str) -> None:
         """The model's text is set aside (one click away in the UI); the verbatim quotes are the answer."""
