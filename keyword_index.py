@@ -457,3 +457,17 @@ class KeywordIndex:
             return dict.fromkeys(terms, 0)
         indptr, vocab = model.scores["indptr"], model.vocab_dict
         return {t: int(indptr[vocab[t] + 1] - indptr[vocab[t]]) if t in vocab else 0 for t in terms}
+
+    def near_term(self, term: str, max_edits: int) -> str | None:
+        """A (tokenized) term the index holds within `max_edits` insertions, deletions or
+        substitutions of `term`, or None: a question's misspelling of a word the documents hold."""
+        from rapidfuzz import process
+        from rapidfuzz.distance import Levenshtein
+
+        with self._lock:
+            self._ensure_fresh()
+            model = self._bm25
+        if model is None:
+            return None
+        found = process.extractOne(term, model.vocab_dict.keys(), scorer=Levenshtein.distance, score_cutoff=max_edits)
+        return str(found[0]) if found else None

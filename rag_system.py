@@ -175,15 +175,23 @@ class RAGSystem:
         yield self._finish(answer, started)
 
     def _doubt_unnamed(self, answer: Answer, question: str) -> None:
-        """A question naming a construct by a function word that no document names ("a with
-        statement") is doubted, however close its passages: they match it on its other words
-        (question_intent.function_word_constructs), so the model's answer must pass its checks."""
-        if not answer.relevance.get("relevant"):
+        """A question naming something no document names is doubted, however close its passages:
+        they match it on its other words, so the model's answer must pass its checks.
+
+        Two kinds of name: a construct named by a function word ("a with statement"), which
+        search cannot see (question_intent.function_word_constructs); and an uncommon word no
+        chunk holds ("How do I write unit tests for docqa with pytest?" beside a guide that
+        names no test tool), about which a small model answers from what it learned elsewhere.
+        A question the rules already doubt or refuse keeps its course; the names go into the
+        refusal's reason either way, so the user sees what the documents lack."""
+        unnamed = [f"the {c}" for c in self.retriever.unnamed_constructs(question)]
+        unnamed += [f"“{word}”" for word in self.retriever.unnamed_terms(question)]
+        if not unnamed:
             return
-        unnamed = self.retriever.unnamed_constructs(question)
-        if unnamed:
-            log.info("No document names %s: the question is doubted", ", ".join(map(str, unnamed)))
-            answer.relevance.update(relevant=False, model_decides=True, unnamed=[str(c) for c in unnamed])
+        answer.relevance["unnamed"] = unnamed
+        if answer.relevance.get("relevant"):
+            log.info("No document names %s: the question is doubted", ", ".join(unnamed))
+            answer.relevance.update(relevant=False, model_decides=True)
 
     def _model_decides(self, answer: Answer, checks: Any, question: str, declined: bool, started: float) -> Iterator[Answer]:
         """A question the relevance rules doubt: the model's answer is shown only if it passes its
@@ -217,7 +225,7 @@ class RAGSystem:
 
         answer.kind, answer.refused = "refusal", True
         unnamed = answer.relevance.get("unnamed")  # the passages match the question's other words: say why they do not answer it
-        answer.text = refusal_text(answer.passages, reason=f"No document names the {' or the '.join(unnamed)}." if unnamed else "")
+        answer.text = refusal_text(answer.passages, reason=f"No document names {' or '.join(unnamed)}." if unnamed else "")
         quotes = select_quotes(checks[0], checks[2]) if nearest and checks else []
         if quotes:
             shown = quotes_markdown(quotes, [p.label for p in answer.passages])

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from answer_render import place
+from common_words import typo_edits, uncommon_words
 from config import Settings
 from doc_types import Chunk, describe_location, printed_page
 from embeddings import EmbeddingBackend
@@ -240,6 +241,14 @@ class Retriever:
             c for c in function_word_constructs(question, stopwords())
             if not any(names_construct(text, c) for text in self.keywords.texts_holding(c.name, c.kind))
         ]
+
+    def unnamed_terms(self, question: str) -> list[str]:
+        """The question's uncommon words (names, identifiers: common_words.uncommon_words) that no
+        chunk holds, nor a word a misspelling away ("ateriosus" beside "arteriosus")."""
+        words = [(word, tokens[0]) for word in uncommon_words(question) if (tokens := tokenize(word))]
+        held = self.keywords.chunk_frequencies({term for _, term in words})
+        absent = [(word, term) for word, term in words if held.get(term, 0) == 0]
+        return [word for word, term in absent if self.keywords.near_term(term, typo_edits(term)) is None]
 
     def focus(self, question: str) -> Focus:
         """What to search for a question: itself, or past QUESTION_MAX_CHARS its most informative part (question_focus.py)."""

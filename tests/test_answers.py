@@ -66,15 +66,18 @@ def test_the_same_question_gets_the_same_answer(shipped):
     assert first.text and (first.set_aside or first.text) == (second.set_aside or second.text)
 
 
-def ollama_rag(tmp_path: Path, embedder, pieces: list[str], files: dict[str, str] | None = None, **overrides: Any):
-    """A RAGSystem answering through the Ollama stand-in, over the shipped documents or `files` (name: text)."""
+def ollama_rag(
+    tmp_path: Path, embedder, pieces: list[str], files: dict[str, str] | None = None, shipped: bool = False, **overrides: Any
+):
+    """A RAGSystem answering through the Ollama stand-in, over the shipped documents (when `shipped`
+    or no `files`) and `files` (name: text)."""
     home = tmp_path
-    if files is None:
+    if files is None or shipped:
         shutil.copytree(ROOT / "documents", home / "documents")
     else:
         (home / "documents").mkdir()
-        for name, text in files.items():
-            (home / "documents" / name).write_text(text)
+    for name, text in (files or {}).items():
+        (home / "documents" / name).write_text(text)
     server = OllamaStandin(pieces=pieces).__enter__()
     settings = module_settings(home, llm_backend="ollama", ollama_host=server.url, **overrides)
     rag = rag_with(settings, embedder)
@@ -248,6 +251,35 @@ FILES_NOTE = (
 WITH_QUESTION = "How do I use a with statement so that a file is closed automatically?"
 
 
+PYTEST_QUESTION = "How do I write unit tests for docqa with pytest?"
+PYTEST_ANSWER = [
+    "To write unit tests for docqa, use the `pytest` command in a terminal within the project folder [1]. ",
+    "Put each test in a file named test_something.py, in a function whose name starts with test_. ",
+    "Then run pytest -v to see which tests pass.",
+]
+
+
+@pytest.mark.parametrize("named", [False, True])
+def test_a_name_no_document_holds_is_doubted_and_an_answer_from_elsewhere_refused(tmp_path, embedder, named):
+    """Seen in the browser: the shipped guide says where to type commands and names no test tool,
+    and the model answered from what it knew of pytest, its first sentence backed by "a terminal in
+    the project folder". A question naming an uncommon word no document holds is doubted, so the
+    answer must be mostly backed; once a document names the word, the question is not doubted."""
+    note = {"testing.md": "# Testing\n\nThe tests of docqa itself run with pytest: type make test.\n"} if named else None
+    rag, server = ollama_rag(tmp_path, embedder, PYTEST_ANSWER, note, shipped=True)
+    try:
+        answer = rag.ask(PYTEST_QUESTION)
+    finally:
+        rag.close()
+        server.__exit__(None, None, None)
+    if named:
+        assert "unnamed" not in answer.relevance, answer.relevance
+        return
+    assert answer.relevance.get("unnamed") == ["“pytest”"] and answer.relevance["model_decides"], answer.relevance
+    assert answer.refused and "No document names “pytest”." in answer.text, answer.text
+    assert "test_something.py" not in answer.text
+
+
 @pytest.mark.parametrize("named", [False, True])
 def test_a_construct_no_document_names_is_doubted_and_refused_when_the_model_is_not_confirmed(tmp_path, embedder, named):
     """The passage matches the question on its other words ("file", "closed"); "with" is a function
@@ -264,5 +296,5 @@ def test_a_construct_no_document_names_is_doubted_and_refused_when_the_model_is_
     if named:
         assert "unnamed" not in answer.relevance and not answer.refused, answer.text
         return
-    assert answer.relevance["unnamed"] == ["“with” statement"] and answer.relevance["model_decides"]
+    assert answer.relevance["unnamed"] == ["the “with” statement"] and answer.relevance["model_decides"]
     assert answer.refused and answer.text.startswith("The documents do not cover this. No document names the “with” statement. "), answer.text

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from common_words import typo_edits
 from conftest import SCIFACT, module_settings, rag_with, require
 from doc_types import Chunk
 from keyword_index import (
@@ -93,6 +94,15 @@ def test_chunks_holding_the_exact_name_asked_about_rank_first(tmp_path):
     assert [cid for cid, _, _ in ranked] == ["config.docx:0", "book.md:0", "other.md:0"]
     assert ranked[0][2] == {"bm25": 1, "exact": 1} and ranked[0][1] > ranked[1][1]  # re-sorting by score keeps the order
     assert exact_matches_first(fused, {}) == fused
+
+
+def test_a_misspelling_finds_the_word_the_documents_hold_and_a_name_they_lack_does_not(tmp_path):
+    """Retriever.unnamed_terms doubts a question naming what no document holds, but not a typo."""
+    index = KeywordIndex(tmp_path)
+    index.add_chunks([chunk("pda.md", 0, "Screening for patent ductus arteriosus. Run the tests with make test.")])
+    for typo in ("ateriosus", "arteriossus"):
+        assert index.near_term(tokenize(typo)[0], typo_edits(typo)) == tokenize("arteriosus")[0]
+    assert index.near_term("pytest", typo_edits("pytest")) is None, "two edits from 'test' in a short word is another word"
 
 
 def test_stop_words_are_dropped_and_words_stemmed():
