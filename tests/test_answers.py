@@ -85,9 +85,11 @@ def ollama_rag(
     return rag, server
 
 
-def ask_standin(tmp_path: Path, embedder, pieces: list[str], question: str, **overrides: Any) -> Any:
-    """`question` asked once of the shipped documents, the Ollama stand-in writing `pieces`."""
-    rag, server = ollama_rag(tmp_path, embedder, pieces, **overrides)
+def ask_standin(
+    tmp_path: Path, embedder, pieces: list[str], question: str, files: dict[str, str] | None = None, shipped: bool = False, **overrides: Any
+) -> Any:
+    """`question` asked once of the documents `ollama_rag` makes, the Ollama stand-in writing `pieces`."""
+    rag, server = ollama_rag(tmp_path, embedder, pieces, files, shipped, **overrides)
     try:
         return rag.ask(question)
     finally:
@@ -266,12 +268,7 @@ def test_a_name_no_document_holds_is_doubted_and_an_answer_from_elsewhere_refuse
     the project folder". A question naming an uncommon word no document holds is doubted, so the
     answer must be mostly backed; once a document names the word, the question is not doubted."""
     note = {"testing.md": "# Testing\n\nThe tests of docqa itself run with pytest: type make test.\n"} if named else None
-    rag, server = ollama_rag(tmp_path, embedder, PYTEST_ANSWER, note, shipped=True)
-    try:
-        answer = rag.ask(PYTEST_QUESTION)
-    finally:
-        rag.close()
-        server.__exit__(None, None, None)
+    answer = ask_standin(tmp_path, embedder, PYTEST_ANSWER, PYTEST_QUESTION, note, shipped=True)
     if named:
         assert "unnamed" not in answer.relevance, answer.relevance
         return
@@ -287,12 +284,7 @@ def test_a_construct_no_document_names_is_doubted_and_refused_when_the_model_is_
     must pass its checks, and an invented one is refused with the reason."""
     note = FILES_NOTE + ("\nThe with statement closes the file for you at the end of its block.\n" if named else "")
     invented = "Write with open(name) as f: and the file is closed automatically when the block ends [1]."
-    rag, server = ollama_rag(tmp_path, embedder, [invented], {"files.md": note})
-    try:
-        answer = rag.ask(WITH_QUESTION)
-    finally:
-        rag.close()
-        server.__exit__(None, None, None)
+    answer = ask_standin(tmp_path, embedder, [invented], WITH_QUESTION, {"files.md": note})
     if named:
         assert "unnamed" not in answer.relevance and not answer.refused, answer.text
         return
