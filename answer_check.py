@@ -154,12 +154,22 @@ def polarity_conflicts(claim: str, evidence_sentences: Sequence[str]) -> list[st
                     problems.append(f"says “{word}” where the passage says “{sorted(flipped)[0]}”")
                     break
         negated = bool(_NEGATIONS & set(words))
-        for ev_words, ev_terms in evidence:
-            shared = terms & ev_terms
-            if len(shared) >= 2 and len(shared) >= 0.75 * len(terms) and negated != bool(_NEGATIONS & ev_words):
-                problems.append("negates what the passage says" if negated else "drops the passage's negation")
-                break
+        if negation_flipped(terms, negated, evidence):
+            problems.append("negates what the passage says" if negated else "drops the passage's negation")
     return list(dict.fromkeys(problems))
+
+
+def negation_flipped(terms: set[str], negated: bool, evidence: Sequence[tuple[set[str], set[str]]]) -> bool:
+    """Whether the passage clauses closest to a claim clause (most shared terms, at least 2 and 3/4 of
+    the clause's) all carry the opposite negation. Only the closest: "If you are not familiar with
+    bitwise operators" was read as negating "you can read about them at …/BitwiseOperators" beside
+    the passage's own "If you are not familiar with bitwise operators", and a right answer was set aside."""
+    close = [(len(terms & ev_terms), bool(_NEGATIONS & ev_words)) for ev_words, ev_terms in evidence]
+    close = [(shared, ev_negated) for shared, ev_negated in close if shared >= 2 and shared >= 0.75 * len(terms)]
+    if not close:
+        return False
+    most = max(shared for shared, _ in close)
+    return all(ev_negated != negated for shared, ev_negated in close if shared == most)
 
 
 _YES_NO = re.compile(r"^\W*(yes|no|not)\b[\s,.:;!-]*", re.IGNORECASE)

@@ -89,6 +89,20 @@ def test_a_negation_in_another_clause_of_the_passage_is_not_a_flip():
     assert polarity_conflicts("Equivalent lists have the same elements.", split_sentences(passage)) == []
 
 
+def test_a_clause_the_passage_says_alike_is_not_a_flip_of_a_looser_match():
+    """dev-02: the model repeated the book's "If you are not familiar with bitwise operators" and was
+    set aside as negating "you can read about them at …/BitwiseOperators" (3 of its 4 terms, no "not")."""
+    passage = (
+        "In some other languages, ^ is used for exponentiation, but in Python it is a bitwise operator called XOR. "
+        "If you are not familiar with bitwise operators, the result will surprise you: I won't cover bitwise "
+        "operators in this book, but you can read about them at http://wiki.python.org/moin/BitwiseOperators."
+    )
+    claim = "If you are not familiar with bitwise operators, the result will surprise you [1]."
+    assert polarity_conflicts(claim, split_sentences(passage)) == []
+    flipped = "If you are familiar with bitwise operators, the result will surprise you [1]."
+    assert polarity_conflicts(flipped, split_sentences(passage)) == ["drops the passage's negation"], "the closest clause still decides"
+
+
 def test_an_opposite_about_something_else_is_not_a_flip():
     # dev-15 (Qwen 1.5B): a right answer was set aside for "allowed" beside an exercise's "forbidden letters".
     passage = ("Write a function called is_abecedarian that returns True if the letters in a word appear in "
