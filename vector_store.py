@@ -195,7 +195,11 @@ class VectorStore:
             ) from exc
 
     def add_chunks(self, chunks: list[Chunk], embeddings: list[list[float]]) -> int:
-        """Upsert chunks with their embeddings (one per chunk) in batches; returns how many were written."""
+        """Upsert chunks with their embeddings (one per chunk) in batches; returns how many were written.
+
+        The chunks' text is not sent: the keyword index holds it and serves every read, and Chroma
+        would build a full-text index of it that nothing queries, half of its write time (SciFact's
+        15,305 chunks: a store stage of ~25 s, ~10 s of it that index)."""
         if not chunks:
             return 0
         batch = max(1, min(5000, self._max_batch()))
@@ -204,7 +208,6 @@ class VectorStore:
             self.collection.upsert(
                 ids=[c.id for c in part],
                 embeddings=embeddings[start : start + batch],
-                documents=[c.text for c in part],
                 metadatas=[chunk_metadata(c) for c in part],
             )
         return len(chunks)

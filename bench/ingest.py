@@ -173,6 +173,8 @@ def run_corpus(name: str, peers_python: Path, threads: int, limit: int | None, v
             for label, cmd, job_env, db in (jobs if round_no % 2 == 0 else jobs[::-1]):
                 shutil.rmtree(db, ignore_errors=True)  # every run starts from an empty store
                 runs[label].append(measure(cmd, job_env))
+                # a long corpus runs for an hour: each run's time as it ends, so a cut-short run still tells something
+                print(f"{name} round {round_no + 1}/{rounds} {label}: {runs[label][-1]['wall_s']:.1f} s", file=sys.stderr, flush=True)
         return _rows(name, runs)
     finally:
         shutil.rmtree(work, ignore_errors=True)

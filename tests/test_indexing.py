@@ -377,3 +377,23 @@ def test_an_index_made_before_page_labels_names_the_pdf_page(open_rag):
     (passage,) = rag.retrieve_context("Which sequences are immutable?", k=1)
     assert passage.location == "page 3" and passage_json(passage)["page_label"] is None
     assert "<div class='where'>[1] book.pdf — page 3</div>" in source_card_html(1, passage, [])
+
+
+def test_the_manifest_written_after_every_batch_reads_back_record_for_record(tmp_path):
+    """Manifest.save writes the records' own fields with json.dumps (fast enough to run after every batch of a
+    5,000-file folder); what it writes must load back unchanged, non-ASCII names and notes included."""
+    from indexer import FailedFile, FileRecord, Manifest
+
+    path = tmp_path / "manifest.json"
+    manifest = Manifest(path, signature={"model": "m", "chunk_size": 1000}, last_indexed=12.5)
+    manifest.files["notes/Überblick – 2024.md"] = FileRecord(
+        source="notes/Überblick – 2024.md", size=10, mtime=1.5, sha256="ab", kind="markdown", title="Überblick",
+        chunk_ids=["c1", "c2"], indexed_at=2.0, notes=["low-information: 1 chunk left out"], extent="310 lines")
+    manifest.failed["broken.pdf"] = FailedFile(source="broken.pdf", reason="not a PDF", size=3, mtime=4.0)
+    manifest.skipped["movie.mp4"] = "not a document"
+    manifest.save()
+    loaded = Manifest.load(path)
+    assert loaded.files == manifest.files and loaded.failed == manifest.failed
+    assert (loaded.skipped, loaded.signature, loaded.last_indexed) == (manifest.skipped, manifest.signature, 12.5)
+    assert "Überblick" in path.read_text(encoding="utf-8")  # written as UTF-8, not \u escapes
+    assert not path.with_name("manifest.json.tmp").exists()

@@ -95,6 +95,16 @@ def test_adding_the_same_chunks_twice_does_not_duplicate(store, embedder):
     assert store.get_collection_stats()["chunks"] == len(chunks)
 
 
+def test_the_store_keeps_vectors_and_metadata_but_not_the_text(store, embedder):
+    """The keyword index holds the chunks' text; a second copy in Chroma costs its full-text index half the
+    store's write time and twice its disk, for nothing that reads it."""
+    chunks = _chunks("pets.txt", ["Cats purr when they are content and sleep most of the day."])
+    _add(store, embedder, chunks)
+    got = store.collection.get(ids=[c.id for c in chunks], include=["documents", "metadatas"])
+    assert got["ids"] and all(not d for d in got["documents"])
+    assert {m["source"] for m in got["metadatas"]} == {"pets.txt"}
+
+
 def test_delete_source_removes_only_that_file(store, embedder):
     _add(store, embedder, _chunks("keep.txt", ["This file stays in the index."]))
     _add(store, embedder, _chunks("drop.txt", ["This file is deleted from the index."]))
