@@ -38,6 +38,23 @@ _worker_beats: Path | None = None
 """The folder of heartbeat files, one per file being converted, named by its SHA-256."""
 
 
+OUT_OF_MEMORY = "needs more memory than the conversion limit allows (CONVERT_MEMORY_MB)"
+CRASHED = "the converter crashed on this file (out of memory or a library crash; CONVERT_MEMORY_MB is its memory limit); skipped"
+TIMEOUT_SETTING = "CONVERT_TIMEOUT_S"
+
+
+def over_a_limit(reason: str) -> bool:
+    """Whether a file failed on the pool's limits (time, memory) or crashed its worker, rather than
+    for what it holds: raising CONVERT_TIMEOUT_S or CONVERT_MEMORY_MB, as the reason says, may let it in."""
+    return f"({TIMEOUT_SETTING})" in reason or OUT_OF_MEMORY in reason or reason == CRASHED
+
+
+def may_pass_next_time(reason: str) -> bool:
+    """Whether the same file may convert next time with the same limits: a hang or a crash can be the
+    machine's (busy, or short of memory for all its processes), not the file's; a memory limit hit is not."""
+    return f"({TIMEOUT_SETTING})" in reason or reason == CRASHED
+
+
 def _init_worker(memory_mb: int, ocr: OcrOptions | None = None, beats: Path | None = None) -> None:
     """In each worker: a memory ceiling, exit when the parent dies (even by SIGKILL), and the OCR reader."""
     import threading
@@ -87,7 +104,7 @@ def _convert(path: Path, source: str, cache_dir: Path | None, sha: str) -> tuple
     except ConversionError as exc:
         return None, str(exc)
     except MemoryError:
-        return None, "needs more memory than the conversion limit allows (CONVERT_MEMORY_MB)"
+        return None, OUT_OF_MEMORY
     except OSError as exc:
         return None, f"cannot be read: {exc.strerror or exc}"
     except Exception as exc:  # a converter bug must cost one file, not the run
@@ -191,7 +208,7 @@ class ConverterPool:
                     self._kill()
                     for source, _, _ in stuck:
                         log.warning("Skipped %s: conversion took longer than %.0fs", source, self.timeout_s)
-                        yield source, None, f"conversion took longer than {self.timeout_s:.0f}s (CONVERT_TIMEOUT_S); skipped"
+                        yield source, None, f"conversion took longer than {self.timeout_s:.0f}s ({TIMEOUT_SETTING}); skipped"
                     break
                 crashed: list[Job] = []
                 for future in done:
@@ -202,7 +219,7 @@ class ConverterPool:
                         crashed.append(job)
                         continue
                     except MemoryError:
-                        yield job[0], None, "needs more memory than the conversion limit allows (CONVERT_MEMORY_MB); skipped"
+                        yield job[0], None, f"{OUT_OF_MEMORY}; skipped"
                         continue
                     except Exception as exc:
                         yield job[0], None, f"conversion failed: {type(exc).__name__}: {exc}"
@@ -213,7 +230,7 @@ class ConverterPool:
                     if suspects is None:  # already alone in its pool: this file is the culprit
                         for source, _, _ in crashed:
                             log.warning("Skipped %s: the converter crashed", source)
-                            yield source, None, "the converter crashed on this file (out of memory or a library crash); skipped"
+                            yield source, None, CRASHED
                     else:
                         suspects.extend(crashed + list(running.values()))
                     break

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator
 
 from chunk_quality import screen_chunks
 from config import Settings
-from converter_workers import ConverterPool, worker_count
+from converter_workers import ConverterPool, may_pass_next_time, over_a_limit, worker_count
 from discovery import discover
 from doc_types import Chunk, ConvertedDocument, describe_extent
 from document_converter import CONVERTER_VERSION, cached_conversion, conversion_variant, convert_document, file_sha256
@@ -59,6 +59,11 @@ class SyncStep:
 
 OnStep = Callable[[SyncStep], None]
 
+MAX_TRIES = 3
+"""A file whose conversion hung or crashed is tried again at later starts, as long as it is unchanged and
+failed fewer times than this: the machine may have been busy or short of memory, and the file is lost to
+the index until it converts. Within one run it is not tried again, so the live folder cannot loop on it."""
+
 
 @dataclass
 class FileRecord:
@@ -82,6 +87,8 @@ class FailedFile:
     size: int = 0
     mtime: float = 0.0
     variant: str = ""
+    limits: str = ""  # Indexer.limits when it failed: raising a limit tries the file again
+    tries: int = 1  # conversions of this version of the file that failed, at most MAX_TRIES for a hang or crash
 
 
 @dataclass
@@ -212,6 +219,8 @@ class Indexer:
         self.ocr = OcrReader(options) if options else None  # its engine loads only if a page needs it here
         self._on_step: OnStep | None = None
         self._step = SyncStep()
+        self.limits = f"timeout {settings.convert_timeout_s:g} s, memory {settings.convert_memory_mb} MB"
+        self._failed_here: set[str] = set()  # failed in this run: not tried again before the next start
 
     def _moved(self, **changes: Any) -> None:
         """Tell the caller of `sync` where it is now."""
@@ -296,8 +305,9 @@ class Indexer:
                 report.unchanged += 1
                 continue
             if failed and failed.size == st.st_size and failed.mtime == st.st_mtime and failed.variant == variant:
-                report.failed[source] = plain_reason(failed.reason)
-                continue
+                if not self._try_again(source, failed):
+                    report.failed[source] = plain_reason(failed.reason)
+                    continue
             self._moved(files_done=checked, files_total=len(found), current=source)
             try:
                 sha = file_sha256(path)
@@ -329,11 +339,25 @@ class Indexer:
         self.manifest.files.pop(source, None)
         self.manifest.save()
 
+    def _try_again(self, source: str, failed: FailedFile) -> bool:
+        """Whether an unchanged file that failed is converted again now: never for what it holds (a broken
+        PDF); after a limit was changed, as its reason asks; after a hang or crash, at a later start."""
+        if not over_a_limit(failed.reason):
+            return False
+        if failed.limits != self.limits:
+            return True
+        return may_pass_next_time(failed.reason) and failed.tries < MAX_TRIES and source not in self._failed_here
+
     def _fail(self, source: str, reason: str, st: os.stat_result | None, report: IndexReport) -> None:
         reason = plain_reason(reason)  # it is shown to users: their words, no server paths
         log.warning("Skipped %s: %s", source, reason)
         report.failed[source] = reason
-        self.manifest.failed[source] = FailedFile(source, reason, st.st_size if st else 0, st.st_mtime if st else 0.0, self._variant(source))
+        size, mtime = (st.st_size, st.st_mtime) if st else (0, 0.0)
+        before = self.manifest.failed.get(source)
+        again = before is not None and (before.size, before.mtime, before.limits) == (size, mtime, self.limits)
+        tries = before.tries + 1 if before and again else 1
+        self.manifest.failed[source] = FailedFile(source, reason, size, mtime, self._variant(source), self.limits, tries)
+        self._failed_here.add(source)
         if source in self.manifest.files:  # a file that used to work and now fails: drop its stale chunks
             self._remove(source)
 

@@ -147,6 +147,39 @@ def test_bad_file_is_skipped_with_its_reason_and_the_rest_indexed(open_rag, docs
     assert rag.stats()["failed"] == {}
 
 
+def test_a_file_over_the_time_limit_is_indexed_once_the_limit_is_raised(open_rag, docs):
+    """Its reason names CONVERT_TIMEOUT_S: raising it, as the reason says, must bring the file in."""
+    rag = open_rag(chunk_size=300, chunk_overlap=50, convert_workers=1, convert_timeout_s=0.01)
+    report = rag.index()
+    assert set(report.failed) == set(FILES)
+    assert all("CONVERT_TIMEOUT_S" in reason for reason in report.failed.values())
+    rag.close()
+
+    rag = open_rag(chunk_size=300, chunk_overlap=50, convert_workers=1)
+    report = rag.index()
+    assert report.failed == {} and sorted(report.added) == sorted(FILES)
+    assert rag.stats()["failed"] == {}
+    assert_consistent(rag)
+
+
+def test_a_file_that_hung_is_tried_again_at_later_starts_three_times_in_all(open_rag, docs):
+    """A hang (or a crash) may be the machine's, busy or short of memory: the file is not lost for good,
+    but tried again at the next start, not within one run (the live folder would loop), at most 3 times."""
+    tries = []
+    for _ in range(4):
+        rag = open_rag(chunk_size=300, chunk_overlap=50, convert_workers=1, convert_timeout_s=0.01)
+        rag.index()
+        tries.append(rag.indexer.manifest.failed["milk.md"].tries)
+        assert "milk.md" in rag.index().failed  # a second sync in the same run does not try it again
+        assert rag.indexer.manifest.failed["milk.md"].tries == tries[-1]
+        rag.close()
+    assert tries == [1, 2, 3, 3]
+    write(docs / "milk.md", "# Milk\n\nWarm the milk gently.\n")  # changed: a new file to try
+    rag = open_rag(chunk_size=300, chunk_overlap=50, convert_workers=1, convert_timeout_s=0.01)
+    rag.index()
+    assert rag.indexer.manifest.failed["milk.md"].tries == 1
+
+
 def test_copies_of_one_file_are_all_indexed(open_rag, docs):
     """Identical files are converted at once by different workers, which write one cache file."""
     text = "# Copy\n\nEvery copy of this note must be indexed, however the workers race.\n" * 40
