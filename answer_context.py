@@ -13,7 +13,7 @@ its checks.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,6 +41,10 @@ ranks the passage that answers first more often than a sentence's similarity alo
 (quotes holding the answer, Think Python dev 0.44 -> 0.53, shipped documents 0.58 -> 0.62)."""
 
 
+Idf = Callable[[Iterable[str]], dict[str, float]]
+"""KeywordIndex.idf: each word's inverse document frequency over the indexed chunks."""
+
+
 @dataclass
 class Quote:
     """A passage sentence, verbatim, that answers the question; `number` is its 1-based passage."""
@@ -50,22 +54,38 @@ class Quote:
     score: float
 
 
-def sentence_scores(sentences: PassageSentences, question_vector: np.ndarray, question: str) -> list[np.ndarray]:
+def sentence_scores(
+    sentences: PassageSentences, question_vector: np.ndarray, question: str, idf: Idf | None = None
+) -> list[np.ndarray]:
     """Per passage, each sentence's closeness to the question: cosine plus a share of its words (and a
     bonus for a table row defining a name it gives), less a little for each place its passage is
-    down the retrieved list."""
+    down the retrieved list. With `idf` (the keyword index's), the share weighs each word by how
+    few chunks hold it, as BM25 does."""
     asked = content_terms(question)
+    weights = _term_weights(asked, idf)
     names = asked_identifiers(question)  # a name only mentioned beside the question gets no bonus
     out = []
     for rank, (texts, vectors) in enumerate(zip(sentences.texts, sentences.vectors, strict=True)):
         sims = vectors @ question_vector if len(texts) else np.zeros(0)
         if asked:
-            overlap = np.array([len(asked & content_terms(t)) / len(asked) for t in texts])
+            total = sum(weights.values())
+            overlap = np.array([sum(weights[w] for w in asked & content_terms(t)) / total for t in texts])
             sims = sims + OVERLAP_WEIGHT * overlap
         if names:
             sims = sims + DEFINITION_BONUS * np.array([defines_in_table(t.strip(), names) for t in texts], dtype=np.float32)
         out.append(np.asarray(sims - RANK_WEIGHT * rank, dtype=np.float32))
     return out
+
+
+def _term_weights(asked: set[str], idf: Idf | None) -> dict[str, float]:
+    """Each asked word's weight in the overlap: its idf, so that words every chunk holds (the product's
+    name in its own manual, "questions" in a FAQ) count for little beside the one that names the
+    subject; a word no chunk holds gets the highest weight (no sentence has it either). Without idf, 1 each."""
+    if idf is None or not asked:
+        return dict.fromkeys(asked, 1.0)
+    known = idf(asked)
+    top = max(known.values(), default=1.0)
+    return {w: known.get(w, top) for w in asked}
 
 
 def _under_headings(texts: Sequence[str], sims: np.ndarray) -> np.ndarray:
@@ -88,6 +108,10 @@ def _under_headings(texts: Sequence[str], sims: np.ndarray) -> np.ndarray:
 
 
 _TABLE_RULE = re.compile(r"^\|?[\s:|-]+\|?$")
+_DOT_LEADER = re.compile(r"(?:\.\s?){5,}")
+"""The dots between a contents entry and its page number ("9.1. Reading word lists . . . . 99"): a
+quote running into them is a table of contents, which names where the answer is and never is the
+answer (quoted first for dev-05)."""
 
 
 def _quotable(text: str) -> bool:
@@ -132,6 +156,8 @@ def select_quotes(sentences: PassageSentences, scores: Sequence[np.ndarray], mos
     picked: list[Quote] = []
     for quote in ranked:
         if any(quote.text == p.text or p.text in quote.text or quote.text in p.text for p in picked):
+            continue
+        if _DOT_LEADER.search(quote.text):
             continue
         if picked and quote.score < picked[0].score - QUOTE_MARGIN:
             break

@@ -298,7 +298,7 @@ class RAGSystem:
             "model_decides": relevance.model_decides,
         }
         answer.timings["relevance_s"] = time.perf_counter() - t
-        return sentences, question_vector, sentence_scores(sentences, question_vector, question)
+        return sentences, question_vector, sentence_scores(sentences, question_vector, question, self.keywords.idf)
 
     def _quote(self, answer: Answer, checks: Any) -> None:
         """The passage sentences that best answer the question, shown before the model writes."""

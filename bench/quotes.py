@@ -60,7 +60,7 @@ def score_item(rag: Any, item: dict[str, Any], budget: int) -> dict[str, Any]:
     row["gated"] = not (relevance.relevant or relevance.model_decides)
     if row["gated"]:
         return row
-    scores = sentence_scores(sentences, vector, question)
+    scores = sentence_scores(sentences, vector, question, rag.keywords.idf)
     quotes = select_quotes(sentences, scores)
     row["quote"] = holds(" ".join(q.text for q in quotes), item["must_contain"])
     row["context"] = holds(" ".join(compact_passages(texts, sentences, scores, budget)), item["must_contain"])

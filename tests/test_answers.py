@@ -290,3 +290,13 @@ def test_a_construct_no_document_names_is_doubted_and_refused_when_the_model_is_
         return
     assert answer.relevance["unnamed"] == ["the “with” statement"] and answer.relevance["model_decides"]
     assert answer.refused and answer.text.startswith("The documents do not cover this. No document names the “with” statement. "), answer.text
+
+
+def test_the_quote_answers_the_subject_not_the_words_every_document_shares(tmp_path, embedder):
+    """Seen in the browser: "Can I ask docqa questions about a scanned PDF?" was quoted only "docqa
+    answers questions about your own documents", which shares "docqa" and "questions" with it; the
+    words that name the subject ("scanned", "PDF") are the ones few chunks hold, and the list of
+    file types read with OCR must be quoted too."""
+    answer = ask_standin(tmp_path, embedder, ["Yes: scanned PDF pages are read with OCR [1]."], "Can I ask docqa questions about a scanned PDF?")
+    assert any("scanned PDF pages, read offline with OCR" in q["text"] for q in answer.quotes)
+

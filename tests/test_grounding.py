@@ -202,6 +202,21 @@ def test_of_two_equally_good_sentences_the_higher_ranked_passage_is_quoted(embed
     assert select_quotes(sentences, scores)[0].number == 1
 
 
+def test_a_table_of_contents_line_is_never_quoted(embedder: Any) -> None:
+    """dev-05's first quote was the book's contents ("Case study: word play 99 9.1. Reading word lists
+    . . . . 99"): it names where the answer is, never the answer."""
+    from answer_context import select_quotes, sentence_scores
+
+    contents = "Case study: word play\n99\n9.1. Reading word lists . . . . . . . . . . . . . . . . 99\n9.2. Exercises . . . . . . . . 100"
+    chapter = "It is a list of 113,809 official crosswords, words that are valid in crossword puzzles and other word games."
+    sentences = PassageSentences.embed(embedder, [contents, chapter])
+    question = "Where does the word list used in the word play chapter come from?"
+    scores = sentence_scores(sentences, np.asarray(embedder.embed_query(question), dtype=np.float32), question)
+    assert float(scores[0].max()) > float(scores[1].max()), "the contents line matches the question best"
+    quotes = select_quotes(sentences, scores)
+    assert quotes and quotes[0].number == 2 and all(". . . ." not in q.text for q in quotes)
+
+
 def test_ask_re_cites_a_claim_to_the_passage_it_was_copied_from(make_settings: Any, embedder: Any) -> None:
     """The wiring in RAGSystem._judge: the answer the user sees cites the passage that holds its claim."""
     import re
