@@ -63,12 +63,12 @@ def sentence_scores(
     few chunks hold it, as BM25 does."""
     asked = content_terms(question)
     weights = _term_weights(asked, idf)
+    total = sum(weights.values())
     names = asked_identifiers(question)  # a name only mentioned beside the question gets no bonus
     out = []
     for rank, (texts, vectors) in enumerate(zip(sentences.texts, sentences.vectors, strict=True)):
         sims = vectors @ question_vector if len(texts) else np.zeros(0)
         if asked:
-            total = sum(weights.values())
             overlap = np.array([sum(weights[w] for w in asked & content_terms(t)) / total for t in texts])
             sims = sims + OVERLAP_WEIGHT * overlap
         if names:

@@ -46,13 +46,13 @@ TIMEOUT_SETTING = "CONVERT_TIMEOUT_S"
 def over_a_limit(reason: str) -> bool:
     """Whether a file failed on the pool's limits (time, memory) or crashed its worker, rather than
     for what it holds: raising CONVERT_TIMEOUT_S or CONVERT_MEMORY_MB, as the reason says, may let it in."""
-    return f"({TIMEOUT_SETTING})" in reason or OUT_OF_MEMORY in reason or reason == CRASHED
+    return f"({TIMEOUT_SETTING})" in reason or OUT_OF_MEMORY in reason or CRASHED in reason
 
 
 def may_pass_next_time(reason: str) -> bool:
     """Whether the same file may convert next time with the same limits: a hang or a crash can be the
     machine's (busy, or short of memory for all its processes), not the file's; a memory limit hit is not."""
-    return f"({TIMEOUT_SETTING})" in reason or reason == CRASHED
+    return f"({TIMEOUT_SETTING})" in reason or CRASHED in reason
 
 
 def _init_worker(memory_mb: int, ocr: OcrOptions | None = None, beats: Path | None = None) -> None:

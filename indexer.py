@@ -90,6 +90,10 @@ class FailedFile:
     limits: str = ""  # Indexer.limits when it failed: raising a limit tries the file again
     tries: int = 1  # conversions of this version of the file that failed, at most MAX_TRIES for a hang or crash
 
+    def same_version(self, size: int, mtime: float, variant: str) -> bool:
+        """Whether the file, as it is now (size, mtime, OCR variant), is the one that failed."""
+        return (self.size, self.mtime, self.variant) == (size, mtime, variant)
+
 
 @dataclass
 class Manifest:
@@ -304,7 +308,7 @@ class Indexer:
             if record and record.size == st.st_size and record.mtime == st.st_mtime and record.variant == variant:
                 report.unchanged += 1
                 continue
-            if failed and failed.size == st.st_size and failed.mtime == st.st_mtime and failed.variant == variant:
+            if failed and failed.same_version(st.st_size, st.st_mtime, variant):
                 if not self._try_again(source, failed):
                     report.failed[source] = plain_reason(failed.reason)
                     continue
@@ -353,10 +357,11 @@ class Indexer:
         log.warning("Skipped %s: %s", source, reason)
         report.failed[source] = reason
         size, mtime = (st.st_size, st.st_mtime) if st else (0, 0.0)
+        variant = self._variant(source)
         before = self.manifest.failed.get(source)
-        again = before is not None and (before.size, before.mtime, before.limits) == (size, mtime, self.limits)
-        tries = before.tries + 1 if before and again else 1
-        self.manifest.failed[source] = FailedFile(source, reason, size, mtime, self._variant(source), self.limits, tries)
+        again = before is not None and before.same_version(size, mtime, variant) and before.limits == self.limits
+        tries = before.tries + 1 if before is not None and again else 1
+        self.manifest.failed[source] = FailedFile(source, reason, size, mtime, variant, self.limits, tries)
         self._failed_here.add(source)
         if source in self.manifest.files:  # a file that used to work and now fails: drop its stale chunks
             self._remove(source)
