@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from grounding import CITATION
+from grounding import CITATION, QUOTATION
 from keyword_index import tokenize
 
 UNITS = (
@@ -193,7 +193,6 @@ def yes_no_conflicts(claim: str, evidence_sentences: Sequence[str]) -> list[str]
     return [f"says “{said}” where the passage says “{' '.join(best.split()[:3]).rstrip(',.:;!-')}”"]
 
 
-_QUOTATION = re.compile(r"[“\"]([^”\"\n]{25,600})[”\"]")
 QUOTE_MIN_HELD = 0.8
 """Share of a quotation's words (stemmed, no stop words) the passages must hold: a verbatim quote holds all,
 a quote with a word or two changed still passes, a passage the model made up holds about half."""
@@ -206,7 +205,7 @@ def invented_quotations(text: str, passages: str, question: str = "") -> list[st
     whole answer, since a quotation can span sentences."""
     known = set(tokenize(f"{passages}\n{question}"))
     invented = []
-    for match in _QUOTATION.finditer(CITATION.sub(" ", text)):
+    for match in QUOTATION.finditer(CITATION.sub(" ", text)):
         words = tokenize(match.group(1))
         if len(words) >= 5 and sum(w in known for w in words) / len(words) < QUOTE_MIN_HELD:
             invented.append(match.group(1))

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import PurePath
 
 from grounding import CITATION, MIN_SENTENCE_WORDS, sentence_spans, split_sentences
+from llm_handler import REFUSAL
 from markdown_code import closing_fence
 
 CUT_MARKER = " …"
@@ -209,6 +210,26 @@ def drop_trailing_lead_in(text: str) -> tuple[str, str | None]:
     return _cite_at_end(text[:start].rstrip(), [] if CITATION.search(before) else CITATION.findall(lead_in)), LEAD_IN_DROPPED
 
 
+REFUSAL_AFTER_ANSWER = "refusal after the answer dropped"
+
+
+def drop_trailing_refusal(text: str) -> tuple[str, str | None]:
+    """An answer that ends with the bare refusal ("… often called linear. The documents do not cover
+    this.") contradicts itself: the model answered, then declined by rote, and a reader cannot tell
+    which to believe (seen on Think Python dev-20 and "what happens if it never stops?" after a
+    question on recursion, both right answers in the book's words). The refusal goes, its citations
+    to the sentence before unless that cites its own; the answer is judged as any other. A refusal
+    that opens the answer, or says what is not covered, stays."""
+    spans = [span for span in sentence_spans(text) if span and CITATION.sub("", text[span[0] : span[1]]).strip()]
+    if len(spans) < 2:
+        return text, None
+    start, before = spans[-1][0], text[spans[-2][0] : spans[-2][1]]
+    last = text[start:]  # with any citations standing alone after it
+    if " ".join(CITATION.sub(" ", last).split()).lower() != REFUSAL.lower():
+        return text, None
+    return _cite_at_end(text[:start].rstrip(), [] if CITATION.search(before) else CITATION.findall(last)), REFUSAL_AFTER_ANSWER
+
+
 ECHO_MIN_CHARS = 250
 """Copied passage text, this long over two or more lines, is the model echoing its context, not answering."""
 PASSAGE_COPIED = "passage copied"
@@ -294,6 +315,9 @@ def tidy_answer(
     text, lead_in = drop_trailing_lead_in(text)
     if lead_in:
         done.append(lead_in)
+    text, declined = drop_trailing_refusal(text)
+    if declined:
+        done.append(declined)
     if _CODE_FENCE.search(text) and not wants_code(question, passages):
         text = _CODE_FENCE.sub("", text).strip()
         done.append("code removed")

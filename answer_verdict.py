@@ -16,7 +16,7 @@ from typing import Any
 from answer_check import Disagreement, check_claims, invented_quotations
 from answer_context import Quote
 from answer_render import citations, quote_text_lines, unquoted
-from answer_tidy import PASSAGE_COPIED, REPEATED_EARLIER, ends_in_lead_in
+from answer_tidy import PASSAGE_COPIED, REFUSAL_AFTER_ANSWER, REPEATED_EARLIER, ends_in_lead_in
 from grounding import CITATION, Grounding, split_sentences
 from markdown_code import closing_fence, code_spans
 
@@ -60,6 +60,8 @@ def judge(
         return Verdict(False, f"it does not match the passages: {first.reason}", found)
     if grounding is not None and grounding.checked and not any(s.supported for s in grounding.checked):
         return Verdict(False, NO_BACKING)
+    if REFUSAL_AFTER_ANSWER in tidied and (grounding is None or grounding.unsupported):
+        return Verdict(False, "the model answered, then said the documents do not cover the question, and not all it wrote is in them")
     return Verdict(True)
 
 

@@ -377,9 +377,10 @@ def score_retrieval(
 
 def evaluate_qa(
     settings: Settings, qa_file: Path, docs_dir: Path, k: int = 5, answers: bool = False, mode: str | None = None,
-    limit: int | None = None, embedder: Any = None, source_file: str | None = None,
+    limit: int | None = None, embedder: Any = None, source_file: str | None = None, in_chat: bool = False,
 ) -> dict[str, Any]:
-    """Index the folder into a throwaway index, then score retrieval (and, with `answers`, the answers) on the QA file."""
+    """Index the folder into a throwaway index, then score retrieval (and, with `answers`, the answers) on the QA file;
+    `in_chat` asks the questions one after another in one chat (score_answers)."""
     items = load_qa(qa_file)[: limit or None]
     if not docs_dir.is_dir():
         raise ConfigError(f"--docs {docs_dir} is not a folder")
@@ -391,11 +392,13 @@ def evaluate_qa(
         out["index_s"] = round(index_s, 2)
         if answers:
             answerable = [it for it in items if is_answerable(it)]
-            out.update(score_answers(index.rag, answerable, [it for it in items if not is_answerable(it)], k))
+            out.update(score_answers(index.rag, answerable, [it for it in items if not is_answerable(it)], k, in_chat))
     return out
 
 
-def score_answers(rag: Any, answerable: list[dict[str, Any]], unanswerable: list[dict[str, Any]], k: int) -> dict[str, Any]:
+def score_answers(
+    rag: Any, answerable: list[dict[str, Any]], unanswerable: list[dict[str, Any]], k: int, in_chat: bool = False
+) -> dict[str, Any]:
     """Answer accuracy (must_contain), refusals where the documents have no answer, false
     refusals where they do, and how well the checks catch wrong answers.
 
@@ -406,8 +409,16 @@ def score_answers(rag: Any, answerable: list[dict[str, Any]], unanswerable: list
     is "flagged" when it was set aside or has sentences marked unsupported: the detector's
     recall is the share of wrong model answers flagged, its precision the share of flagged
     ones that were wrong. "Unwarned wrong" answers are shown, wrong, with no flag at all.
+
+    `in_chat`: each question is asked in one chat after the ones before it and docqa's answers,
+    as a user asks several unrelated questions in a row; the earlier turns must not make the
+    answers worse.
     """
-    rows = [_answer_row(rag, it, k) for it in answerable + unanswerable]
+    rows, history = [], []
+    for item in answerable + unanswerable:
+        row, answer = _answer_row(rag, item, k, history if in_chat else None)
+        rows.append(row)
+        history = rag.history_after(history, answer) if in_chat else history
     ans = [r for r in rows if r["answerable"]]
     un = [r for r in rows if not r["answerable"]]
     answered = [r for r in ans if not r["refused"]]
@@ -452,12 +463,13 @@ def read_as_shown(markdown: str) -> str:
     return " ".join(_QUOTE_MARK.sub("", markdown).split())
 
 
-def _answer_row(rag: Any, item: dict[str, Any], k: int) -> dict[str, Any]:
-    """One question asked as a user would, streamed: when the quotes came, what was shown, what was flagged."""
+def _answer_row(rag: Any, item: dict[str, Any], k: int, history: list[dict[str, str]] | None = None) -> tuple[dict[str, Any], Any]:
+    """One question asked as a user would, streamed: when the quotes came, what was shown, what was flagged;
+    the row and the answer."""
     started = time.perf_counter()
     quotes_s = None
     answer = None
-    for answer in rag.stream_answer(item["question"], k=k):
+    for answer in rag.stream_answer(item["question"], k=k, history=history):
         if answer.quotes and quotes_s is None:
             quotes_s = time.perf_counter() - started
     assert answer is not None
@@ -471,6 +483,7 @@ def _answer_row(rag: Any, item: dict[str, Any], k: int) -> dict[str, Any]:
     return {
         "id": item.get("id"),
         "question": item["question"],
+        "searched_as": answer.standalone_question,  # in a chat: the question was read as a follow-up and rewritten
         "must_contain": item.get("must_contain", []),
         "answer": answer.text,
         "model_text": model_text,
@@ -492,7 +505,7 @@ def _answer_row(rag: Any, item: dict[str, Any], k: int) -> dict[str, Any]:
         "first_token_s": answer.timings.get("first_token_s"),
         "total_s": time.perf_counter() - started,
         "notice": answer.notice,
-    }
+    }, answer
 
 
 def print_table(result: dict[str, Any]) -> None:
@@ -515,7 +528,8 @@ def run_eval_command(settings: Settings, args: argparse.Namespace, embedder: Any
         if not getattr(args, "docs", None):
             raise ConfigError("eval --qa FILE needs --docs DIR: the folder holding the documents the questions are about")
         result = evaluate_qa(
-            settings, Path(args.qa), Path(args.docs), args.k, args.answers, args.mode, args.limit, embedder, getattr(args, "source_file", None)
+            settings, Path(args.qa), Path(args.docs), args.k, args.answers, args.mode, args.limit, embedder,
+            getattr(args, "source_file", None), getattr(args, "in_chat", False),
         )
     if args.json:
         print(json.dumps(result))

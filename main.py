@@ -79,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--k", type=int, default=5, help="sources per question for --qa")
     ev.add_argument("--answers", action="store_true", help="also generate and score answers (--qa)")
+    ev.add_argument(
+        "--in-chat", action="store_true", help="--answers: ask the questions in one chat, each after the earlier ones and their answers"
+    )
     ev.add_argument("--mode", choices=["hybrid", "vector", "bm25"], help="retrieval mode")
     ev.add_argument("--limit", type=int, help="use only the first N queries or documents (quick runs)")
     ev.add_argument("--json", action="store_true")

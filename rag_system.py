@@ -120,7 +120,10 @@ class RAGSystem:
 
         `history` holds the earlier turns of this chat, oldest first, as {"role": "user" |
         "assistant", "content": ...}; a follow-up is made standalone from it before
-        retrieval, and a bounded part of it is sent to the model.
+        retrieval, and a bounded part of it is sent to the model. A question that is not a
+        follow-up is answered as if asked alone: earlier turns only distract a small model
+        (measured in a chat of unrelated questions, `eval --answers --in-chat`: it answered
+        the previous question, or copied its answer).
         """
         from question_intent import asks_for_document_list, split_question
 
@@ -139,7 +142,11 @@ class RAGSystem:
         if summary:
             yield from self._answer_summary(answer, summary, started)
             return
-        search = self._standalone(answer, history or [])
+        from conversation import looks_like_follow_up
+
+        history = history or []
+        follow_up = looks_like_follow_up(question, history)
+        search = self._standalone(answer, history) if follow_up else question
         search, answer.focus, answer.notice = self.retriever.focus(search)  # a long question: its most informative part
         answer.sub_questions = split_question(search, self.settings.multipart_min_chars)
         rare = self.retriever.rare_terms(search)  # names few chunks hold: retrieval and the relevance gate trust them
@@ -161,7 +168,7 @@ class RAGSystem:
             self._quote(answer, checks)
             answer.timings["quotes_s"] = time.perf_counter() - started
             yield answer
-        yield from self._generate(answer, search, history or [], started, checks)
+        yield from self._generate(answer, search, history if follow_up else [], started, checks)
         declined = bool(answer.text and not answer.error and model_refused(answer.text))
         if undecided:
             yield from self._model_decides(answer, checks, search, declined, started)
@@ -260,11 +267,9 @@ class RAGSystem:
             return None
 
     def _standalone(self, answer: Answer, history: list[dict[str, str]]) -> str:
-        """The question to search for: the follow-up rewritten to stand alone, or the question itself."""
-        from conversation import looks_like_follow_up, make_standalone
+        """The follow-up to search for, rewritten to stand alone; as asked when no rewrite holds."""
+        from conversation import make_standalone
 
-        if not looks_like_follow_up(answer.question, history):
-            return answer.question
         t = time.perf_counter()
         llm = self._available_llm() if self.settings.follow_up_rewrite == "llm" else None
         embedder = self.embedder.for_checks if self.vectors.available else None

@@ -466,3 +466,37 @@ def test_a_lead_in_the_model_never_followed_is_dropped_or_sets_the_answer_aside(
     assert not verdict.shown and "stops where the answer itself should begin" in verdict.reason
     listed = "Two steps:\n\n1. Run it.\n2. Read it [1]."
     assert tidy_answer(listed, "How?", [""], False)[0] == listed, "a lead-in that is followed stays"
+
+
+RECURSION = (
+    "If a recursion never reaches a base case, it goes on making recursive calls forever, and the program never "
+    "terminates. This is known as infinite recursion, and it is generally not a good idea."
+)
+
+
+def test_a_refusal_after_the_answer_is_dropped_and_the_answer_shown_only_if_all_of_it_is_backed(embedder):
+    """Seen on dev-20 and a follow-up on recursion: a right answer in the book's words, then "The documents
+    do not cover this." The reader could not tell which to believe."""
+    from config import load_settings
+    from grounding import check_grounding
+
+    settings = load_settings(environ={})
+    sentences = PassageSentences.embed(embedder, [RECURSION])
+    right = (
+        "If a recursion never reaches a base case, it goes on making recursive calls forever, and the program never terminates.\n"
+        "This is known as infinite recursion. The documents do not cover this. [1]"
+    )
+    text, done = tidy_answer(right, "What happens if a recursion never stops?", [RECURSION], False)
+    assert text == "If a recursion never reaches a base case, it goes on making recursive calls forever, and the program never terminates.\nThis is known as infinite recursion [1]."
+    assert done == ["refusal after the answer dropped"]
+    assert judge(text, check_grounding(text, sentences, embedder, settings), [RECURSION], "Why?", done).shown
+
+    own = (
+        "Infinite recursion is generally not a good idea [1]. Python stops such a program with an error message "
+        "about the maximum depth. The documents do not cover this."
+    )
+    text, done = tidy_answer(own, "What happens if a recursion never stops?", [RECURSION], False)
+    verdict = judge(text, check_grounding(text, sentences, embedder, settings), [RECURSION], "Why?", done)
+    assert not verdict.shown and "said the documents do not cover the question" in verdict.reason, "the model's own doubt stands"
+    partial = "Infinite recursion is not a good idea [1]. The documents do not cover how deep a recursion may go."
+    assert tidy_answer(partial, "How deep?", [RECURSION], False) == (partial, []), "a refusal that says what is missing stays"

@@ -322,6 +322,8 @@ def test_standalone_question_is_not_rewritten(ollama_rag: Any, ollama: OllamaSta
 
     assert answer.standalone_question is None and "rewrite_s" not in answer.timings
     assert len(ollama.chat_requests) == 1
+    roles = [m["role"] for m in ollama.chat_requests[0]["messages"]]
+    assert roles == ["system", "user"], "asked as if alone: the earlier turns only distract the model"
 
 
 def test_rule_alone_needs_no_model(embedder: Any) -> None:
@@ -372,3 +374,22 @@ def test_multi_part_question_searches_each_part_and_fuses_them(ollama_rag: Any, 
     ]
     assert {"lists.md", "tuples.md"} <= {p.source for p in answer.passages}
     assert ollama_rag.ask("What is a tuple?").sub_questions == [], "short questions are searched as asked"
+
+
+def test_eval_in_chat_asks_each_question_after_the_ones_before_it(ollama_rag: Any, ollama: OllamaStandin) -> None:
+    """`eval --answers --in-chat`: the measure of a chat of several questions; alone, a follow-up has nothing to lean on."""
+    from evaluation import score_answers
+
+    items = [
+        {"id": "q1", "question": "How do I create a list in Python?", "must_contain": ["brackets"]},
+        {"id": "q2", "question": "and what about tuples?", "must_contain": []},
+    ]
+    standin_answers(ollama, ["Put the elements in square brackets [1]."])
+    alone = score_answers(ollama_rag, items, [], k=3)["answer_items"]
+    standin_answers(ollama, ["Put the elements in square brackets [1]."])
+    in_chat = score_answers(ollama_rag, items, [], k=3, in_chat=True)["answer_items"]
+
+    assert [row["searched_as"] for row in alone] == [None, None]
+    assert in_chat[0]["searched_as"] is None and "tuple" in (in_chat[1]["searched_as"] or "").lower()
+    answer_request = ollama.chat_requests[-1]["messages"]
+    assert [m["role"] for m in answer_request] == ["system", "user", "assistant", "user"], "the follow-up is asked after the first turn"

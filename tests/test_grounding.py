@@ -246,3 +246,64 @@ def test_ask_re_cites_a_claim_to_the_passage_it_was_copied_from(make_settings: A
         assert not answer.set_aside and not answer.unsupported
     finally:
         rag.close()
+
+
+TROUBLESHOOTING = (
+    "Run python main.py stats. It shows what is indexed and lists every skipped or failed file with the "
+    "reason: a file type docqa does not read, a file larger than MAX_FILE_MB, or a file that could not be converted to text."
+)
+SETTINGS_TABLE = (
+    "| Variable | Default | Meaning |\n| --- | --- | --- |\n| DOCS_DIR | documents | Folder of documents docqa answers from. |\n"
+    "| MAX_FILE_MB | 10 | Files larger than this many megabytes are skipped. |\n| TOP_K | 5 | Passages given to the language model per question. |"
+)
+SKIPPED = (
+    "Files of other types are skipped. A file larger than 10 MB (the MAX_FILE_MB setting) is skipped too, "
+    "and so is a file that cannot be converted to text, such as a damaged PDF. The other documents are still indexed."
+)
+POINTER = 'This can be seen in the passage [{n}] where it states "Files larger than this many megabytes are skipped."'
+
+
+def test_a_claim_quoting_an_uncited_passage_word_for_word_is_re_cited_to_it(embedder: Any) -> None:
+    """Seen in the browser: the pointer words kept the sentence below the near-copy bar, so a claim whose
+    quotation passage [2] holds word for word was underlined as unsupported beside it."""
+    sentences = PassageSentences.embed(embedder, [TROUBLESHOOTING, SETTINGS_TABLE])
+    wrong = check_grounding(POINTER.format(n=1), sentences, embedder, SETTINGS)
+    assert wrong.unsupported and wrong.checked[0].better_source == 2
+    recited = corrected_citations(POINTER.format(n=1), wrong)
+    assert recited == POINTER.format(n=2)
+    assert check_grounding(recited, sentences, embedder, SETTINGS).unsupported == []
+
+    cited_both = check_grounding(POINTER.format(n=1).replace("[1]", "[1][2]"), sentences, embedder, SETTINGS)
+    assert cited_both.checked[0].better_source is None, "it already cites the passage that holds the quotation"
+    short = 'This can be seen in the passage [1] where it says "skipped files are listed" by the table.'
+    assert check_grounding(short, sentences, embedder, SETTINGS).checked[0].better_source is None, "not word for word"
+
+
+def test_ask_re_cites_a_quotation_to_the_passage_that_holds_it(make_settings: Any, embedder: Any) -> None:
+    """The same through RAGSystem: the user sees the claim cite the passage that holds the quotation, not underlined."""
+    import re
+
+    from llm_handler import LLMBackend
+    from rag_system import RAGSystem
+
+    class QuotesTheOtherPassage(LLMBackend):
+        name = "stand-in"
+
+        def stream(self, messages: Any, max_tokens: int | None = None) -> Iterator[str]:
+            numbers = {name: n for n, name in re.findall(r"^\[(\d+)\] \(([\w-]+)\.md", messages[-1]["content"], re.MULTILINE)}
+            yield f"A file larger than 10 MB (the MAX_FILE_MB setting) is skipped [{numbers['guide']}]. "
+            yield POINTER.format(n=numbers["troubleshooting"])
+
+    settings = make_settings()
+    (settings.docs_dir / "troubleshooting.md").write_text(f"# A document is missing\n\n{TROUBLESHOOTING}\n", encoding="utf-8")
+    (settings.docs_dir / "settings.md").write_text(f"# Configuration variables\n\n{SETTINGS_TABLE}\n", encoding="utf-8")
+    (settings.docs_dir / "guide.md").write_text(f"# Adding documents\n\n{SKIPPED}\n", encoding="utf-8")
+    rag = RAGSystem(settings, embedder=embedder, llm=QuotesTheOtherPassage())
+    try:
+        rag.index()
+        answer = rag.ask("What happens to a file that is larger than the size limit?")
+        table = 1 + [p.source for p in answer.passages].index("settings.md")
+        assert POINTER.format(n=table) in answer.text, answer.text
+        assert not answer.set_aside and not answer.unsupported, (answer.set_aside, answer.unsupported)
+    finally:
+        rag.close()
