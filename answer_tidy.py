@@ -218,8 +218,9 @@ def drop_trailing_refusal(text: str) -> tuple[str, str | None]:
     this.") contradicts itself: the model answered, then declined by rote, and a reader cannot tell
     which to believe (seen on Think Python dev-20 and "what happens if it never stops?" after a
     question on recursion, both right answers in the book's words). The refusal goes, its citations
-    to the sentence before unless that cites its own; the answer is judged as any other. A refusal
-    that opens the answer, or says what is not covered, stays."""
+    to the sentence before unless that cites its own; answer_verdict.judge then shows the answer
+    only if it makes claims and all of them are backed. A refusal that opens the answer, or says
+    what is not covered, stays."""
     spans = [span for span in sentence_spans(text) if span and CITATION.sub("", text[span[0] : span[1]]).strip()]
     if len(spans) < 2:
         return text, None

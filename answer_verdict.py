@@ -60,7 +60,7 @@ def judge(
         return Verdict(False, f"it does not match the passages: {first.reason}", found)
     if grounding is not None and grounding.checked and not any(s.supported for s in grounding.checked):
         return Verdict(False, NO_BACKING)
-    if REFUSAL_AFTER_ANSWER in tidied and (grounding is None or grounding.unsupported):
+    if REFUSAL_AFTER_ANSWER in tidied and (grounding is None or not grounding.checked or grounding.unsupported):
         return Verdict(False, "the model answered, then said the documents do not cover the question, and not all it wrote is in them")
     return Verdict(True)
 

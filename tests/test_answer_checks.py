@@ -498,5 +498,8 @@ def test_a_refusal_after_the_answer_is_dropped_and_the_answer_shown_only_if_all_
     text, done = tidy_answer(own, "What happens if a recursion never stops?", [RECURSION], False)
     verdict = judge(text, check_grounding(text, sentences, embedder, settings), [RECURSION], "Why?", done)
     assert not verdict.shown and "said the documents do not cover the question" in verdict.reason, "the model's own doubt stands"
+    bare, done = tidy_answer("Yes [1]. The documents do not cover this.", "Does it stop?", [RECURSION], False)
+    verdict = judge(bare, check_grounding(bare, sentences, embedder, settings), [RECURSION], "Does it stop?", done)
+    assert bare == "Yes [1]." and not verdict.shown, "no claim left to back: the model's doubt stands"
     partial = "Infinite recursion is not a good idea [1]. The documents do not cover how deep a recursion may go."
     assert tidy_answer(partial, "How deep?", [RECURSION], False) == (partial, []), "a refusal that says what is missing stays"
