@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from grounding import CITATION, QUOTATION
+from grounding import CITATION, QUOTATION, QUOTATION_MIN_WORDS
 from keyword_index import tokenize
 
 UNITS = (
@@ -207,7 +207,7 @@ def invented_quotations(text: str, passages: str, question: str = "") -> list[st
     invented = []
     for match in QUOTATION.finditer(CITATION.sub(" ", text)):
         words = tokenize(match.group(1))
-        if len(words) >= 5 and sum(w in known for w in words) / len(words) < QUOTE_MIN_HELD:
+        if len(words) >= QUOTATION_MIN_WORDS and sum(w in known for w in words) / len(words) < QUOTE_MIN_HELD:
             invented.append(match.group(1))
     return invented
 

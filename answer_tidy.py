@@ -180,6 +180,11 @@ def _cite_at_end(text: str, numbers: list[str]) -> str:
     return body + ("" if body.endswith("]") or not cites else " ") + cites + text[len(body):]
 
 
+def _drop_from(text: str, start: int, before: str) -> str:
+    """`text` up to `start`, the citations of what is dropped moving to the sentence `before` unless it cites its own."""
+    return _cite_at_end(text[:start].rstrip(), [] if CITATION.search(before) else CITATION.findall(text[start:]))
+
+
 _LEAD_IN_END = re.compile(r":\s*(?:\[\d{1,2}\][ ,]*)*\s*$")
 
 
@@ -207,7 +212,7 @@ def drop_trailing_lead_in(text: str) -> tuple[str, str | None]:
     if len(CITATION.sub(" ", lead_in).split()) >= MIN_SENTENCE_WORDS:
         colon = lead_in.rindex(":")
         return text[:start] + _cite_at_end(lead_in[:colon].rstrip() + ".", CITATION.findall(lead_in[colon:])), LEAD_IN_CLOSED
-    return _cite_at_end(text[:start].rstrip(), [] if CITATION.search(before) else CITATION.findall(lead_in)), LEAD_IN_DROPPED
+    return _drop_from(text, start, before), LEAD_IN_DROPPED
 
 
 REFUSAL_AFTER_ANSWER = "refusal after the answer dropped"
@@ -228,7 +233,7 @@ def drop_trailing_refusal(text: str) -> tuple[str, str | None]:
     last = text[start:]  # with any citations standing alone after it
     if " ".join(CITATION.sub(" ", last).split()).lower() != REFUSAL.lower():
         return text, None
-    return _cite_at_end(text[:start].rstrip(), [] if CITATION.search(before) else CITATION.findall(last)), REFUSAL_AFTER_ANSWER
+    return _drop_from(text, start, before), REFUSAL_AFTER_ANSWER
 
 
 ECHO_MIN_CHARS = 250

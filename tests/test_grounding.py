@@ -8,7 +8,9 @@ the slow part).
 from __future__ import annotations
 
 import json
+import re
 import shutil
+from collections.abc import Callable
 from typing import Any, Iterator
 
 import numpy as np
@@ -19,7 +21,7 @@ from config import load_settings
 from conftest import THINKPYTHON_PDF, THINKPYTHON_QA, module_settings, rag_with, require
 from doc_types import Chunk
 from grounding import PassageSentences, assess_relevance, check_grounding, corrected_citations, split_sentences
-from llm_handler import REFUSAL
+from llm_handler import REFUSAL, LLMBackend
 from rag_system import Answer
 from retriever import Passage
 
@@ -217,36 +219,51 @@ def test_a_table_of_contents_line_is_never_quoted(embedder: Any) -> None:
     assert quotes and quotes[0].number == 2 and all(". . . ." not in q.text for q in quotes)
 
 
-def test_ask_re_cites_a_claim_to_the_passage_it_was_copied_from(make_settings: Any, embedder: Any) -> None:
-    """The wiring in RAGSystem._judge: the answer the user sees cites the passage that holds its claim."""
-    import re
+class WritesByNumber(LLMBackend):
+    """A stand-in model that writes what `write` makes of the passage number the prompt gave each file
+    ({"tuples": "2", …}): it cites on purpose the passage a test names, wherever retrieval ranked it."""
 
-    from llm_handler import LLMBackend
+    name = "stand-in"
+
+    def __init__(self, write: Callable[[dict[str, str]], list[str]]) -> None:
+        self.write = write
+
+    def stream(self, messages: Any, max_tokens: int | None = None) -> Iterator[str]:
+        numbers = {name: n for n, name in re.findall(r"^\[(\d+)\] \(([\w-]+)\.md", messages[-1]["content"], re.MULTILINE)}
+        yield from self.write(numbers)
+
+
+def ask_stand_in(make_settings: Any, embedder: Any, files: dict[str, str], write: Callable[[dict[str, str]], list[str]], question: str) -> Answer:
+    """`question` asked through RAGSystem over `files` (name -> markdown), the stand-in writing the answer."""
     from rag_system import RAGSystem
 
-    class CitesTheOtherPassage(LLMBackend):
-        """Copies the dictionary passage's sentence and cites another passage's number (seen with Qwen 1.5B)."""
-
-        name = "stand-in"
-
-        def stream(self, messages: Any, max_tokens: int | None = None) -> Iterator[str]:
-            numbers = {name: n for n, name in re.findall(r"^\[(\d+)\] \((\w+)\.md", messages[-1]["content"], re.MULTILINE)}
-            yield f"The keys of a dictionary have to be hashable [{numbers['tuples']}]."
-
     settings = make_settings()
-    (settings.docs_dir / "tuples.md").write_text(f"# Tuples and keys\n\n{TUPLES}\n", encoding="utf-8")
-    (settings.docs_dir / "dictionaries.md").write_text(f"# Dictionaries and keys\n\n{DICTIONARIES}\n", encoding="utf-8")
-    rag = RAGSystem(settings, embedder=embedder, llm=CitesTheOtherPassage())
+    for name, text in files.items():
+        (settings.docs_dir / f"{name}.md").write_text(text, encoding="utf-8")
+    rag = RAGSystem(settings, embedder=embedder, llm=WritesByNumber(write))
     try:
         rag.index()
-        answer = rag.ask("Which keys can a dictionary have, and how do tuples differ?")
-        holder = 1 + [p.source for p in answer.passages].index("dictionaries.md")
-        assert answer.text == f"The keys of a dictionary have to be hashable [{holder}].", answer.text
-        assert "citation moved to the passage holding the sentence" in answer.tidied
-        assert not answer.set_aside and not answer.unsupported
+        return rag.ask(question)
     finally:
         rag.close()
 
+
+def number_of(answer: Answer, name: str) -> int:
+    """The passage number `name`.md has in the answer's sources."""
+    return 1 + [p.source for p in answer.passages].index(f"{name}.md")
+
+
+def test_ask_re_cites_a_claim_to_the_passage_it_was_copied_from(make_settings: Any, embedder: Any) -> None:
+    """The wiring in RAGSystem._judge: the answer the user sees cites the passage that holds its claim.
+    The stand-in copies the dictionary passage's sentence and cites another passage's number (seen with Qwen 1.5B)."""
+    files = {"tuples": f"# Tuples and keys\n\n{TUPLES}\n", "dictionaries": f"# Dictionaries and keys\n\n{DICTIONARIES}\n"}
+    answer = ask_stand_in(
+        make_settings, embedder, files, lambda n: [f"The keys of a dictionary have to be hashable [{n['tuples']}]."],
+        "Which keys can a dictionary have, and how do tuples differ?",
+    )
+    assert answer.text == f"The keys of a dictionary have to be hashable [{number_of(answer, 'dictionaries')}].", answer.text
+    assert "citation moved to the passage holding the sentence" in answer.tidied
+    assert not answer.set_aside and not answer.unsupported
 
 TROUBLESHOOTING = (
     "Run python main.py stats. It shows what is indexed and lists every skipped or failed file with the "
@@ -281,29 +298,15 @@ def test_a_claim_quoting_an_uncited_passage_word_for_word_is_re_cited_to_it(embe
 
 def test_ask_re_cites_a_quotation_to_the_passage_that_holds_it(make_settings: Any, embedder: Any) -> None:
     """The same through RAGSystem: the user sees the claim cite the passage that holds the quotation, not underlined."""
-    import re
+    files = {
+        "troubleshooting": f"# A document is missing\n\n{TROUBLESHOOTING}\n",
+        "settings": f"# Configuration variables\n\n{SETTINGS_TABLE}\n",
+        "guide": f"# Adding documents\n\n{SKIPPED}\n",
+    }
 
-    from llm_handler import LLMBackend
-    from rag_system import RAGSystem
+    def write(n: dict[str, str]) -> list[str]:
+        return [f"A file larger than 10 MB (the MAX_FILE_MB setting) is skipped [{n['guide']}]. ", POINTER.format(n=n["troubleshooting"])]
 
-    class QuotesTheOtherPassage(LLMBackend):
-        name = "stand-in"
-
-        def stream(self, messages: Any, max_tokens: int | None = None) -> Iterator[str]:
-            numbers = {name: n for n, name in re.findall(r"^\[(\d+)\] \(([\w-]+)\.md", messages[-1]["content"], re.MULTILINE)}
-            yield f"A file larger than 10 MB (the MAX_FILE_MB setting) is skipped [{numbers['guide']}]. "
-            yield POINTER.format(n=numbers["troubleshooting"])
-
-    settings = make_settings()
-    (settings.docs_dir / "troubleshooting.md").write_text(f"# A document is missing\n\n{TROUBLESHOOTING}\n", encoding="utf-8")
-    (settings.docs_dir / "settings.md").write_text(f"# Configuration variables\n\n{SETTINGS_TABLE}\n", encoding="utf-8")
-    (settings.docs_dir / "guide.md").write_text(f"# Adding documents\n\n{SKIPPED}\n", encoding="utf-8")
-    rag = RAGSystem(settings, embedder=embedder, llm=QuotesTheOtherPassage())
-    try:
-        rag.index()
-        answer = rag.ask("What happens to a file that is larger than the size limit?")
-        table = 1 + [p.source for p in answer.passages].index("settings.md")
-        assert POINTER.format(n=table) in answer.text, answer.text
-        assert not answer.set_aside and not answer.unsupported, (answer.set_aside, answer.unsupported)
-    finally:
-        rag.close()
+    answer = ask_stand_in(make_settings, embedder, files, write, "What happens to a file that is larger than the size limit?")
+    assert POINTER.format(n=number_of(answer, "settings")) in answer.text, answer.text
+    assert not answer.set_aside and not answer.unsupported, (answer.set_aside, answer.unsupported)
