@@ -8,10 +8,11 @@ create a tuple?". Two ways, combined:
   "most like"); one that points back ("why is it immutable?") gets the previous question's
   key words added;
 - the LLM, asked with a tight prompt and few tokens. Its output is used only when it reads
-  as a question that keeps the follow-up's own words and a word of the earlier question
-  besides them (its subject), and adds no word that neither the conversation nor the
-  follow-up holds; otherwise (empty, chatty, copied context, too long, a subject of its own:
-  what the packaged small models often write) the rule's result is used.
+  as a question that keeps most of the follow-up's own words and a word of the earlier
+  question besides them (its subject), and adds no name that neither the conversation nor
+  the follow-up holds (common words are fine: "require" for "need"); otherwise (empty,
+  chatty, an answer, copied context, too long, a subject of its own: what the packaged small
+  models often write) the rule's result is used.
 
 History sent to the model is bounded by turns and by an estimate of tokens.
 """
@@ -26,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from answer_render import CITATION
+from common_words import common_words, is_common
 from config import Settings
 from grounding import content_terms
 from keyword_index import exact_terms
@@ -50,6 +52,12 @@ _POINTERS = re.compile(
     r"\b(?:it|its|it's|they|them|their|theirs|that|those|this|these|he|she|him|her|the\s+same|there|such)\b",
     re.IGNORECASE,
 )
+_ONE = re.compile(
+    r"\b(?:the|a|an|this|that|which|other|another)\s+(?:[a-z][\w-]*\s+)?ones?\b(?=\s*(?:[?.!,;:]|$|(?:is|are|do|does|should|would|will|can|to|of|for|in|with|or|and)\b))",
+    re.IGNORECASE,
+)
+""""one" standing for a noun said before ("when do I need the deep one?", "which one is faster?");
+"one element", "the ones digit" name their own noun."""
 _TERSE = re.compile(r"^\s*(?:why|how|how so|really|example|examples|more|tell me more|go on|explain|and then|what else)\s*[?.!]*\s*$", re.IGNORECASE)
 QUESTION_WORDS = {
     "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "is", "are", "was", "were",
@@ -88,7 +96,8 @@ def looks_like_follow_up(question: str, history: list[Message]) -> bool:
         return False
     if _LEAD.match(question) or _CONNECTIVE.match(question) or _TERSE.match(question):
         return True
-    pointer = next((m for m in _POINTERS.finditer(question) if not _points_nowhere(question, m)), None)
+    pointers = [m for m in _POINTERS.finditer(question) if not _points_nowhere(question, m)]
+    pointer = min([*pointers, *_ONE.finditer(question)], key=lambda m: m.start(), default=None)
     return bool(pointer) and not _names_before(question, pointer.start())
 
 
@@ -154,9 +163,21 @@ def new_topic(question: str) -> str | None:
     return None
 
 
+_ARTICLE = re.compile(r"^(?:a|an|the)\s+", re.IGNORECASE)
+
+
 def _swap_in(previous: str, topic: str, embedder: Any | None) -> str | None:
-    """`previous` with the key term most like `topic` replaced by it, or None when none is alike."""
+    """`previous` with the key term most like `topic` replaced by it, or None when none is alike.
+
+    A topic sharing a key word with the previous question replaces that word and the key word
+    before it: "and a void function?" after "What is a fruitful function?" is "What is a void
+    function?", not "What is a fruitful a void function?" (which the model answered about
+    fruitful functions)."""
     terms = key_terms(previous)
+    topic = _ARTICLE.sub("", topic)
+    shared = _shared_run(previous, terms, topic)
+    if shared:
+        return f"{previous[: shared[0]]}{topic}{previous[shared[1]:]}?"
     if not terms or embedder is None:
         return None
     vectors = np.asarray(embedder.embed_documents([topic, *terms]), dtype=np.float32)
@@ -166,6 +187,20 @@ def _swap_in(previous: str, topic: str, embedder: Any | None) -> str | None:
         return None
     swapped = re.sub(rf"(?<![\w]){re.escape(terms[best])}(?![\w])", topic, previous, count=1)
     return f"{swapped}?"
+
+
+def _shared_run(previous: str, terms: list[str], topic: str) -> tuple[int, int] | None:
+    """Where in `previous` a key word shared with `topic` stands with the key word before it, its
+    modifier, which the topic replaces ("fruitful function" for "void function"); None when
+    no shared word has one."""
+    said = content_terms(topic)
+    words = [(m.start(), m.end(), m.group().strip(".'")) for m in _WORD.finditer(previous)]
+    keys = {t.lower() for t in terms}
+    for i in range(1, len(words)):
+        word, before = words[i][2], words[i - 1][2]
+        if word.lower() in keys and content_terms(word) & said and before.lower() in keys and not content_terms(before) & said:
+            return words[i - 1][0], words[i][1]
+    return None
 
 
 REWRITE_PROMPT = (
@@ -203,19 +238,32 @@ def clean_rewrite(output: str, question: str, previous: str, history: list[Messa
         return None
     if re.search(r"(?i)\b(?:user|assistant|conversation|rewrit\w*|sorry|as an ai)\b|<|\[\d+\]", text):
         return None
-    own = content_terms(new_topic(question) or _CONNECTIVE.sub("", question))
+    if not text.endswith("?") and not _ASKING.match(text):
+        return None  # an answer, not a question ("A void function is a function that …")
+    topic = new_topic(question)
+    own = content_terms(topic or _CONNECTIVE.sub("", question))
     got = content_terms(text)
     before = content_terms(previous)
-    if own and not own <= got:
+    if own and len(own & got) < _must_keep(len(own)):
         return None  # it lost the follow-up's own words
-    if before - own and not (before - own) & got:
-        return None  # it dropped the earlier question's subject ("What about markdown files?" alone)
+    if topic and (new_topic(text) or not before & got):
+        return None  # still "What about markdown files?", or it dropped the earlier question ("Tuples?")
+    if not topic and before - own and not (before - own) & got:
+        return None  # it dropped the earlier question's subject ("how can I make it work better?")
     if got <= before and own - before:
         return None  # it repeated the previous question
     said = content_terms(" ".join([question, previous, *(m.get("content", "") for m in history or [])]))
-    if got - said:
-        return None  # it brought words of its own: a new subject, not this conversation's
+    added = [w.lower() for w in _WORD.findall(text) if content_terms(w.lower()) - said]  # "DocQA" was said as "docqa"
+    if added and (not common_words() or not all(is_common(w) for w in added)):
+        return None  # it brought names of its own ("sudo netconfig"): a new subject, not this conversation's
     return text if text.endswith("?") else text.rstrip(".!") + "?"
+
+
+def _must_keep(own: int) -> int:
+    """How many of a follow-up's own words its rewrite must keep: all of one or two, else all but
+    one in three, so a model's plainer wording passes ("Which Python version does docqa require?"
+    for "which python version does it need")."""
+    return own if own <= 2 else own - own // 3
 
 
 def make_standalone(question: str, history: list[Message], llm: Any | None, embedder: Any | None, settings: Settings) -> Rewrite | None:

@@ -1,6 +1,7 @@
 """Follow-up questions: does making them standalone find the right passage?
 
     .venv/bin/python bench/follow_ups.py [--out /tmp/follow-ups] [--llm] [--llm-outputs FILE] [--json]
+    .venv/bin/python bench/follow_ups.py --answers [--out /tmp/follow-ups] [--json]
 
 Each item of bench/follow_ups.jsonl is a first question, the follow-up a user typed after it,
 a short plausible answer to the first question, and the gold place of the follow-up's answer
@@ -14,6 +15,11 @@ each item the follow-up is searched three ways and hit@1 / hit@5 scored:
   rewrite is rejected). `--llm` asks the model once per item and saves what it wrote to
   `--llm-outputs`; without `--llm`, a saved file is replayed, so the model is run once and
   the rewrite checks of two versions of the code are compared on the same outputs.
+
+`--answers` asks instead, as a user would in the UI, with the default settings: the first
+question, then the follow-up with the chat's history (`RAGSystem.history_after`), and scores
+the follow-up's answer: shown (the model's text kept), set aside for the quotes, or refused;
+whether a shown answer cites a passage at the gold place; and the reason an answer was set aside.
 
 A trusted internal tool: it searches through `rag.retriever` directly.
 """
@@ -93,6 +99,50 @@ def run(rag: Any, items: list[dict[str, Any]], llm: RecordedLLM | None, k: int) 
     return rows
 
 
+def ask(rag: Any, question: str, history: list[dict[str, str]]) -> Any:
+    *_, answer = rag.stream_answer(question, history=history)  # the last update is the finished answer
+    return answer
+
+
+def answer_rows(rag: Any, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each follow-up asked after its first question in one chat; what the user was shown."""
+    from answer_render import cited_numbers
+    from evaluation import gold_places
+
+    rows = []
+    for it in items:
+        first = ask(rag, it["first"], [])
+        answer = ask(rag, it["follow_up"], rag.history_after([], first))
+        places = gold_places(it, None)
+        cited = [answer.passages[n - 1] for n in cited_numbers(answer.text, len(answer.passages))]
+        shown = not answer.refused and answer.set_aside is None and not answer.error
+        rows.append({
+            "id": it["id"], "follow_up": it["follow_up"], "searched_as": answer.standalone_question,
+            "shown": shown, "set_aside": answer.set_aside is not None, "refused": bool(answer.refused),
+            "cites_gold": shown and any(place.holds(p) for place in places for p in cited),
+            "notice": answer.notice, "text": answer.text if shown else (answer.set_aside or answer.text),
+        })
+        print(f"{it['id']}: {'shown' if shown else 'set aside' if rows[-1]['set_aside'] else 'refused' if answer.refused else 'error'}"
+              f"{', cites the gold place' if rows[-1]['cites_gold'] else ''} | searched as {answer.standalone_question!r}\n    {' '.join(rows[-1]['text'].split())[:300]}",
+              flush=True)
+    return rows
+
+
+def answers_main(settings: Any, items: list[dict[str, Any]], out: Path, as_json: bool) -> int:
+    from evaluation import ThrowawayIndex
+
+    with ThrowawayIndex(settings, out) as index:
+        index.rag.index()
+        rows = answer_rows(index.rag, items)
+    n = max(1, len(rows))
+    summary = {k: round(sum(r[k] for r in rows) / n, 3) for k in ("shown", "cites_gold", "set_aside", "refused")}
+    print(f"follow-up answers ({len(rows)}): shown {summary['shown']:.3f}  shown citing the gold place {summary['cites_gold']:.3f}"
+          f"  set aside {summary['set_aside']:.3f}  refused {summary['refused']:.3f}")
+    if as_json:
+        print(json.dumps({"summary": summary, "rows": rows}))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     from config import load_settings
     from evaluation import ThrowawayIndex, load_qa
@@ -103,11 +153,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--llm", action="store_true", help="ask the embedded model for each rewrite (and save its outputs)")
     parser.add_argument("--llm-outputs", type=Path, default=Path("/tmp/follow-ups-llm.json"), help="saved model rewrites")
     parser.add_argument("--json", action="store_true", help="end with one JSON line of every row")
+    parser.add_argument("--answers", action="store_true", help="ask each pair in one chat and score the follow-up's answer")
     args = parser.parse_args(argv)
 
     settings = load_settings(overrides={"llm_backend": "llamacpp"})
     items = load_qa(PAIRS)
     build_folder(args.out)
+    if args.answers:
+        return answers_main(settings, items, args.out, args.json)
     llm: RecordedLLM | None = None
     if args.llm:
         llm = RecordedLLM({})

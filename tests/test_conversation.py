@@ -170,6 +170,20 @@ def test_word_rule_swaps_in_the_new_topic_or_adds_the_earlier_one(embedder: Any)
     )
     assert rewrite_by_rule("And deepcopy?", "What does copy.copy do?", embedder) == "What does deepcopy do?"
     assert rewrite_by_rule("why are they immutable?", "What is a tuple?", embedder) == "why are they immutable (tuple)?"
+    # A topic sharing its noun with the earlier question replaces that noun and the word before it.
+    # Seen with bench/follow_ups.py --answers: "What is a fruitful a void function?" was answered about fruitful ones.
+    assert rewrite_by_rule("and a void function?", "What is a fruitful function?", embedder) == "What is a void function?"
+    assert rewrite_by_rule("what about a deep copy?", "How do I make a shallow copy of a list?", None) == (
+        "How do I make a deep copy of a list?"
+    )
+
+
+def test_one_standing_for_an_earlier_noun_makes_a_follow_up() -> None:
+    """Seen with bench/follow_ups.py --answers: "when do I need the deep one?" was searched as typed and refused."""
+    assert looks_like_follow_up("when do I need the deep one?", HISTORY)
+    assert looks_like_follow_up("which one is faster?", HISTORY)
+    assert not looks_like_follow_up("How do I make a tuple with one element?", HISTORY), "one names its own noun"
+    assert not looks_like_follow_up("How can I get the ones digit of a number?", HISTORY)
 
 
 def test_model_rewrite_is_kept_only_when_it_reads_as_the_standalone_question() -> None:
@@ -191,6 +205,15 @@ def test_model_rewrite_is_kept_only_when_it_reads_as_the_standalone_question() -
     for output in garbled:
         assert clean_rewrite(output, "and what about tuples?", previous) is None, output
 
+    fruitful = "What is a fruitful function?"
+    assert clean_rewrite("What is a void function?", "and a void function?", fruitful) == "What is a void function?", (
+        "the new topic replaces the earlier one; the noun they share is the earlier question's"
+    )
+    assert clean_rewrite("What about a void function?", "and a void function?", fruitful) is None, "still a follow-up"
+    assert clean_rewrite("A void function is a function that returns no value.", "and a void function?", fruitful) is None, (
+        "an answer, not a question"
+    )
+
 
 def test_model_rewrite_bringing_words_of_its_own_is_rejected() -> None:
     """Issue 15: "and how do I change it?" after the port came back as "sudo netconfig…"."""
@@ -201,6 +224,23 @@ def test_model_rewrite_bringing_words_of_its_own_is_rejected() -> None:
         "How do I change the port of the web interface?"
     )
     assert clean_rewrite("How do I change port 7860?", "and how do I change it?", previous, history), "the answer's words may be used"
+
+
+def test_model_rewrite_in_plainer_common_words_is_kept() -> None:
+    """Seen in a chat: "which python version does it need" after the graphics-card question came back
+    as "Which Python version does DocQA require?", rejected for "require" and the casing of "docqa";
+    the word rule then searched "(graphics card run docqa)" and the model repeated its earlier answer."""
+    previous = "Do I need a graphics card to run docqa?"
+    assert clean_rewrite("Which Python version does DocQA require?", "which python version does it need", previous) == (
+        "Which Python version does DocQA require?"
+    )
+    assert clean_rewrite("What is the default value of CHUNK_SIZE?", "what's its default?", "What does CHUNK_SIZE control?")
+    assert clean_rewrite("Which release does DocQA require?", "which python version does it need", previous) is None, (
+        "two of the follow-up's three words lost"
+    )
+    assert clean_rewrite("Which Python version does docqa need on Kubernetes?", "which python version does it need", previous) is None, (
+        "a name nobody said"
+    )
 
 
 def test_earlier_answers_reach_the_model_shortened() -> None:
