@@ -107,24 +107,24 @@ def ask(rag: Any, question: str, history: list[dict[str, str]]) -> Any:
 def answer_rows(rag: Any, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each follow-up asked after its first question in one chat; what the user was shown."""
     from answer_render import cited_numbers
-    from evaluation import gold_places
+    from evaluation import gold_places, rank_of_first_hit
 
     rows = []
     for it in items:
         first = ask(rag, it["first"], [])
         answer = ask(rag, it["follow_up"], rag.history_after([], first))
-        places = gold_places(it, None)
         cited = [answer.passages[n - 1] for n in cited_numbers(answer.text, len(answer.passages))]
         shown = not answer.refused and answer.set_aside is None and not answer.error
-        rows.append({
-            "id": it["id"], "follow_up": it["follow_up"], "searched_as": answer.standalone_question,
-            "shown": shown, "set_aside": answer.set_aside is not None, "refused": bool(answer.refused),
-            "cites_gold": shown and any(place.holds(p) for place in places for p in cited),
+        status = "shown" if shown else "set aside" if answer.set_aside is not None else "refused" if answer.refused else "error"
+        row = {
+            "id": it["id"], "follow_up": it["follow_up"], "searched_as": answer.standalone_question, "status": status,
+            "shown": shown, "set_aside": status == "set aside", "refused": status == "refused",
+            "cites_gold": shown and rank_of_first_hit(cited, gold_places(it, None)) is not None,
             "notice": answer.notice, "text": answer.text if shown else (answer.set_aside or answer.text),
-        })
-        print(f"{it['id']}: {'shown' if shown else 'set aside' if rows[-1]['set_aside'] else 'refused' if answer.refused else 'error'}"
-              f"{', cites the gold place' if rows[-1]['cites_gold'] else ''} | searched as {answer.standalone_question!r}\n    {' '.join(rows[-1]['text'].split())[:300]}",
-              flush=True)
+        }
+        rows.append(row)
+        gold = ", cites the gold place" if row["cites_gold"] else ""
+        print(f"{it['id']}: {status}{gold} | searched as {row['searched_as']!r}\n    {' '.join(row['text'].split())[:300]}", flush=True)
     return rows
 
 
