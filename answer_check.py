@@ -10,7 +10,12 @@ own words ("lists are immutable" beside "tuples are immutable", "1024 bytes" bes
 - quotations: a passage the answer quotes must hold the quoted words;
 - polarity: a clause that shares its subject with a passage sentence must not carry the
   opposite word (mutable/immutable, faster/slower, un-/im-/in-/non- forms) or the opposite
-  negation.
+  negation;
+- order: a comparison must not swap its sides ("CHUNK_SIZE … smaller than CHUNK_OVERLAP"
+  beside "CHUNK_OVERLAP must be … smaller than CHUNK_SIZE"): same words, reversed relation;
+- places: a page or a file the sentence names ("stated in passage [2] on page 4 of
+  settings.docx") must be where the passages it cites come from. The exact check alone let
+  such a sentence pass, because "4" and the file name stand in some other passage's label.
 
 Hand-written because it is small and rule-based: the NLI models that could judge entailment
 are far larger than the answer model itself, and none installs offline here.
@@ -193,6 +198,68 @@ def yes_no_conflicts(claim: str, evidence_sentences: Sequence[str]) -> list[str]
     return [f"says “{said}” where the passage says “{' '.join(best.split()[:3]).rstrip(',.:;!-')}”"]
 
 
+# The comparatives whose opposite says the same with the sides swapped ("A smaller than B" = "B larger than A").
+_LESS = {"smaller": "size", "less": "size", "fewer": "size", "lower": "size", "shorter": "size", "slower": "speed", "earlier": "time"}
+_MORE = {"larger": "size", "greater": "size", "more": "size", "bigger": "size", "higher": "size", "longer": "size", "faster": "speed", "later": "time"}
+_COMPARISON = re.compile(rf"\b(?:(more|less|fewer)\s+(?!than\b)([a-z]+)|({'|'.join(sorted({*_LESS, *_MORE}))}))\s+than\b", re.IGNORECASE)
+_SIDE_WORDS = 8
+SAME_COMPARISON = 2 / 3
+_CONDITION = re.compile(r"\b(?:if|when|whenever|until|unless|while|whether)\b", re.IGNORECASE)
+_ASSERTING = re.compile(r"\b(?:is|are|was|were|be|been|being|isn't|aren't|runs?|gets?|grows?|becomes?)\b", re.IGNORECASE)
+_SIDE_END = re.compile(r"[,;:.!?()]|\s(?:and|but|or|while|whereas|so|because|if|when)\s", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """"A <comparative> than B", turned so that the relation reads "more": (what, bigger side, smaller side)."""
+
+    what: str
+    more: frozenset[str]
+    less: frozenset[str]
+
+
+def comparisons(sentence: str) -> list[Comparison]:
+    """The comparisons a sentence asserts ("A is smaller than B"), each side as the few terms before
+    "<comparative> than" and after it. A comparison with no verb before it ("files larger than 10 MB
+    are skipped") names a kind of thing, and one after "if" or "until" is a condition: neither asserts
+    a relation, so none is returned for them."""
+    plain = CITATION.sub(" ", sentence)
+    found, start = [], 0
+    for m in _COMPARISON.finditer(plain):
+        lead = " ".join(plain[start : m.start()].split()[-2 * _SIDE_WORDS :])  # "X is …; it must be … but smaller"
+        rest = plain[m.end() :]
+        end = _SIDE_END.search(rest)
+        before, after = set(tokenize(lead)), set(tokenize(" ".join(rest[: end.start() if end else len(rest)].split()[:_SIDE_WORDS])))
+        start = m.end()
+        if not before or not after or not _ASSERTING.search(lead) or _CONDITION.search(lead):
+            continue
+        word = (m.group(1) or m.group(3)).lower()
+        what = f"{_LESS.get(word) or _MORE.get(word)}:{(m.group(2) or '').lower()}"
+        less = word in _LESS
+        found.append(Comparison(what, frozenset(after if less else before), frozenset(before if less else after)))
+    return found
+
+
+def _same_things(claim: frozenset[str], passage: frozenset[str]) -> bool:
+    shared = len(claim & passage)
+    return shared >= max(2, SAME_COMPARISON * len(claim), len(passage) / 2)
+
+
+def reversed_comparisons(claim: str, evidence_sentences: Sequence[str]) -> list[str]:
+    """A comparison of `claim` that a passage sentence makes with the sides the other way round, and
+    no passage sentence makes the claim's way. The two must compare the same things: most of the
+    claim's terms and half the passage's, sides together (abstracts say "patients weighed more
+    than controls" and "patients' ATP levels were lower than those of controls" side by side)."""
+    made = [(sentence, e) for sentence in evidence_sentences for e in comparisons(sentence)]
+    for c in comparisons(claim):
+        terms = c.more | c.less
+        alike = [(s, e) for s, e in made if e.what == c.what and _same_things(terms, e.more | e.less)]
+        swapped = [sentence for sentence, e in alike if (c.more & e.less) - c.less and (c.less & e.more) - c.more]
+        if swapped and not any((c.more & e.more) - c.less and (c.less & e.less) - c.more for _, e in alike):
+            return [f"reverses the passage's comparison “{' '.join(swapped[0].split()[:12])}”"]
+    return []
+
+
 QUOTE_MIN_HELD = 0.8
 """Share of a quotation's words (stemmed, no stop words) the passages must hold: a verbatim quote holds all,
 a quote with a word or two changed still passes, a passage the model made up holds about half."""
@@ -212,11 +279,72 @@ def invented_quotations(text: str, passages: str, question: str = "") -> list[st
     return invented
 
 
-def check_claims(claims: Sequence[tuple[str, Sequence[str]]], passages: str, question: str = "") -> list[Disagreement]:
+_PAGE_NAMED = re.compile(r"\b(?:pages?|pp?\.)\s*(\d{1,5})(?:\s*(?:[-–]|to|and)\s*(\d{1,5}))?", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where one passage comes from, as its label names it: the file and the pages ("guide.pdf, pages 3-4")."""
+
+    file: str
+    pages: frozenset[int]
+    text: str
+
+    @classmethod
+    def of(cls, label: str, text: str = "") -> Place:
+        source, _, location = label.partition(", ")
+        pages = _PAGE_NAMED.match(location.strip())
+        if pages is None:
+            return cls(source.rsplit("/", 1)[-1].lower(), frozenset(), text)
+        low = int(pages.group(1))
+        high = int(pages.group(2) or low)
+        return cls(source.rsplit("/", 1)[-1].lower(), frozenset(range(low, high + 1)) if high - low < 1000 else frozenset(), text)
+
+
+def _pages_named(text: str) -> list[tuple[int, int]]:
+    return [(int(m.group(1)), int(m.group(2) or m.group(1))) for m in _PAGE_NAMED.finditer(text)]
+
+
+def place_mismatches(sentence: str, places: Sequence[Place], question: str = "") -> list[str]:
+    """A page or a file `sentence` names that none of the passages it cites (all, if it cites none)
+    comes from. Seen in the browser: "This is stated in passage [2] on page 4 of the
+    docqa-configuration.docx file" beside an uploaded abstract in [2]; the page and the file were
+    another passage's. A page the passages' own text or the question names ("see page 45") passes."""
+    if not places:
+        return []
+    count = len(places)
+    cited = sorted({int(n) for n in CITATION.findall(sentence) if 1 <= int(n) <= count})
+    plain = CITATION.sub(" ", sentence)
+    files = {p.file for p in places if "." in p.file}
+    named = {f for f in files if re.search(rf"(?<![\w/.-]){re.escape(f)}(?![\w-])", plain.lower())}
+    pool = cited or list(range(1, count + 1))
+    if named:
+        fitting = [n for n in pool if places[n - 1].file in named]
+        if not fitting:
+            return [f"{_cited(pool)} not from {sorted(named)[0]}"]  # cited: with every passage in the pool, one fits
+        pool = fitting
+    spoken = " ".join([question, *(places[n - 1].text for n in pool)])
+    said = {page for low, high in _pages_named(spoken) for page in range(low, min(high, low + 1000) + 1)}
+    problems: list[str] = []
+    for low, high in _pages_named(plain):
+        wanted = set(range(low, min(high, low + 1000) + 1))
+        if not wanted & said and not any(wanted & places[n - 1].pages for n in pool):
+            problems.append(f"{_cited(pool)} not on page {low}" if cited else f"no passage is on page {low}")
+    return problems
+
+
+def _cited(numbers: Sequence[int]) -> str:
+    return f"passage [{numbers[0]}] is" if len(numbers) == 1 else f"passages {''.join(f'[{n}]' for n in numbers)} are"
+
+
+def check_claims(
+    claims: Sequence[tuple[str, Sequence[str]]], passages: str, question: str = "", places: Sequence[Place] = ()
+) -> list[Disagreement]:
     """Each (sentence, sentences of the passages it relies on) checked; the problems found, one per sentence.
 
     Exact things are looked up in all the passages (a right number cited to the wrong passage
-    is still the documents' number); polarity only in the passages the sentence relies on.
+    is still the documents' number); polarity only in the passages the sentence relies on; a
+    named page or file in the `places` of the passages the sentence cites.
     """
     found: list[Disagreement] = []
     for sentence, evidence_sentences in claims:
@@ -224,6 +352,8 @@ def check_claims(claims: Sequence[tuple[str, Sequence[str]]], passages: str, que
             exact_mismatches(sentence, passages, question)
             + polarity_conflicts(sentence, evidence_sentences)
             + yes_no_conflicts(sentence, evidence_sentences)
+            + reversed_comparisons(sentence, evidence_sentences)
+            + place_mismatches(sentence, places, question)
         )
         if problems:
             found.append(Disagreement(sentence, "; ".join(problems)))

@@ -111,7 +111,7 @@ _DOING = (
 _POINTER_LEAD = (
     r"^(?:(?:this|it|that|they|these|this information|the answer|(?:the\s+)?(?:passage|source)s?" + _DOING + r")"
     r"\s+(?:is|are|can be|was|were)\s+(?:\w+\s+)?"
-    r"(?:mentioned|described|explained|stated|found|seen|shown|discussed|covered|given|noted|listed|based)\s+"
+    r"(?:mentioned|described|explained|stated|found|seen|shown|discussed|covered|given|noted|listed|based|specified|documented|detailed|outlined|provided)\s+"
     r"(?:in|from|by|at|on)|(?:this|the)\s+(?:answer|information)\s+(?:comes|is taken)\s+from"
     r"|see|refer to|(?:as|this is)\s+(?:mentioned|stated|described|explained)\s+in|source:?"
     r"|(?:the\s+)?(?:passage|source)s?" + _DOING + r"\s+(?:is|are)(?:\s+(?:from|in))?)\s+(?:the\s+)?"
@@ -120,18 +120,26 @@ _POINTER_LEAD = (
 _PLACE = r"(?:page|pages|lines?|p\.)\s*\d+(?:\s*(?:[-–,]|and|to)\s*\d+)*"
 _PLACE_OF = rf"(?:{_PLACE}\s+(?:of|in)\s+(?:the\s+)?)?"
 _AT_PLACE = rf"(?:,?\s+(?:on|at|in)\s+{_PLACE})?"
-_POINTER = re.compile(
-    _POINTER_LEAD + _PLACE_OF + r"(?:(?:passage|passages|document|documents|context|source|sources|text)\s*(?:(?:from|in|at)\s+)?)?"
-    + _CITES + _AT_PLACE + r"\s*[.!]?$",
-    re.IGNORECASE,
-)
 # "This can be found in the [notes.docx] file, under the "Settings" section.": the model names the
 # passage by its file, not its number, and maybe the part of it.
 _PART = r"(?:,?\s+(?:under|in)\s+the\s+[\"“'`]?[^\"”'`.\[\]\n]{1,60}[\"”'`]?\s+(?:section|chapter|table|heading|part))?"
 # "…, which explains where docqa reads settings from": what the file is about, not a claim of the answer.
 _ABOUT_FILE = r"(?:,\s+(?:which|that|where)\s+[^.\[\]\n]{1,200})?"
+_FILE_NAME = r"[\[`'\"]?(?P<name>[\w .()-]{1,80}\.\w{1,5})[\]`'\"]?(?:\s+(?:file|document))?"
+# "This is stated in passage [2] on page 4 of the notes.docx file, which lists …", "… in the [3] passage on
+# page 1 of the user guide": the number, the page and the file at once (seen in the browser, where the page
+# and the file were another passage's). The citation is what it points at: the checks judge the claim it goes to.
+_OF_FILE = (
+    r"(?:\s+(?:of|in|from)\s+(?:the\s+)?(?:" + _FILE_NAME.replace("?P<name>", "")
+    + r"|(?:[\w-]+\s+){0,3}(?:guide|document|file|manual|reference|faq|book)))?"
+)
+_POINTER = re.compile(
+    _POINTER_LEAD + _PLACE_OF + r"(?:(?:passage|passages|document|documents|context|source|sources|text)\s*(?:(?:from|in|at)\s+)?)?"
+    + _CITES + r"(?:\s*(?:passage|passages|source|sources)\b)?" + _AT_PLACE + _OF_FILE + _PART + _ABOUT_FILE + r"\s*(?:\[\d{1,2}\][ ,]*)*\s*[.!]?$",
+    re.IGNORECASE,
+)
 _FILE_POINTER = re.compile(
-    _POINTER_LEAD + _PLACE_OF + r"[\[`'\"]?(?P<name>[\w .()-]{1,80}\.\w{1,5})[\]`'\"]?(?:\s+(?:file|document))?" + _AT_PLACE + _PART
+    _POINTER_LEAD + _PLACE_OF + _FILE_NAME + _AT_PLACE + _PART
     + _ABOUT_FILE + r"\s*" + _CITES + r"?\s*[.!]?$",
     re.IGNORECASE,
 )
@@ -165,7 +173,7 @@ def _pointed_at(sentence: str, sources: Sequence[str]) -> list[str]:
     """The passage numbers a pointer sentence names; [] when it is not one."""
     match = _POINTER.match(sentence)
     if match:
-        return CITATION.findall(match.group(1))
+        return list(dict.fromkeys(CITATION.findall(match.group(0))))
     match = _FILE_POINTER.match(sentence)
     if not match:
         return []
@@ -216,16 +224,24 @@ def drop_trailing_lead_in(text: str) -> tuple[str, str | None]:
 
 
 REFUSAL_AFTER_ANSWER = "refusal after the answer dropped"
+# "Python 3.11 is required: the documents do not cover this." (seen on ship-02 asked in a chat): the refusal
+# joined to the answer as a clause.
+_REFUSAL_CLAUSE = re.compile(
+    r"\s*[:;,—–]\s*" + re.escape(REFUSAL.rstrip(".")) + r"\.?[ ,]*((?:\[\d{1,2}\][ ,]*)*)\s*$", re.IGNORECASE
+)
 
 
 def drop_trailing_refusal(text: str) -> tuple[str, str | None]:
     """An answer that ends with the bare refusal ("… often called linear. The documents do not cover
     this.") contradicts itself: the model answered, then declined by rote, and a reader cannot tell
     which to believe (seen on Think Python dev-20 and "what happens if it never stops?" after a
-    question on recursion, both right answers in the book's words). The refusal goes, its citations
-    to the sentence before unless that cites its own; answer_verdict.judge then shows the answer
-    only if it makes claims and all of them are backed. A refusal that opens the answer, or says
-    what is not covered, stays."""
+    question on recursion, both right answers in the book's words), also when joined to the last
+    sentence by a colon. The refusal goes, its citations to the sentence before unless that cites
+    its own; answer_verdict.judge then shows the answer only if it makes claims and all of them
+    are backed. A refusal that opens the answer, or says what is not covered, stays."""
+    clause = _REFUSAL_CLAUSE.search(text)
+    if clause and len(CITATION.sub(" ", text[: clause.start()]).split()) >= 3:
+        return _cite_at_end(text[: clause.start()].rstrip() + ".", CITATION.findall(clause.group(0))), REFUSAL_AFTER_ANSWER
     spans = [span for span in sentence_spans(text) if span and CITATION.sub("", text[span[0] : span[1]]).strip()]
     if len(spans) < 2:
         return text, None

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from answer_check import Disagreement, check_claims, invented_quotations
+from answer_check import Disagreement, Place, check_claims, invented_quotations
 from answer_context import Quote
 from answer_render import citations, quote_text_lines, unquoted
 from answer_tidy import PASSAGE_COPIED, REFUSAL_AFTER_ANSWER, REPEATED_EARLIER, ends_in_lead_in
@@ -54,7 +54,8 @@ def judge(
     if invented:
         return Verdict(False, f"it quotes words no passage holds: “{' '.join(invented[0].split()[:8])} …”")
     claims = [(s, _evidence(s, grounding, passages)) for s in split_sentences(text)]
-    found = check_claims(claims, held, question)
+    places = [Place.of(label, passage) for label, passage in zip(labels, passages, strict=True)] if len(labels) == len(passages) else []
+    found = check_claims(claims, held, question, places)
     if found:
         first = found[0]
         return Verdict(False, f"it does not match the passages: {first.reason}", found)

@@ -188,6 +188,62 @@ def test_an_empty_or_contradicting_answer_is_set_aside():
     assert judge("The default chunk size is 1000 characters [1].", None, [CONFIG_ROW], "What is the default chunk size?").shown
 
 
+def test_a_comparison_with_its_sides_swapped_is_flagged():
+    """Seen in the browser: "CHUNK_SIZE … must be at least 200 but smaller than CHUNK_OVERLAP" beside the
+    reference's "CHUNK_OVERLAP must be at least 0 and smaller than CHUNK_SIZE": the same words, so no other check saw it."""
+    from answer_check import reversed_comparisons
+
+    rule = ["CHUNK_OVERLAP must be at least 0 and smaller than CHUNK_SIZE, and TOP_K must be at least 1."]
+    seen = "CHUNK_SIZE sets the chunk length; it must be at least 200 but smaller than CHUNK_OVERLAP [1]."
+    assert reversed_comparisons(seen, rule) and reversed_comparisons("CHUNK_SIZE is smaller than CHUNK_OVERLAP.", rule)
+    assert reversed_comparisons("CHUNK_SIZE must be larger than CHUNK_OVERLAP.", rule) == [], "the same relation, turned"
+    assert reversed_comparisons("CHUNK_OVERLAP must be smaller than CHUNK_SIZE.", rule) == []
+    assert reversed_comparisons("Lists are faster than tuples.", ["Tuples are faster than lists."])
+    skipped = ["A file larger than 10 MB is skipped."]
+    assert reversed_comparisons("Files smaller than 10 MB are read.", skipped) == [], "a kind of file, no relation asserted"
+    abstract = ["Patients weighed more than controls.", "Patients' hepatic ATP levels were lower than those of controls."]
+    assert reversed_comparisons("Patients' weight was higher than controls'.", abstract) == [], "another quantity compared"
+    verdict = judge(seen, None, rule, "What must CHUNK_SIZE be?")
+    assert not verdict.shown and "reverses the passage's comparison" in verdict.reason
+
+
+ABSTRACT = "STAT1 serine phosphorylation is required for maximal activation of transcription by IFN-gamma."
+PLACES = ["Maximal activation of transcription by stat1.txt", "docqa-configuration.docx, Configuration variables", "docqa-user-guide.pdf, pages 3-4"]
+
+
+def test_a_sentence_naming_a_page_or_file_its_passage_is_not_on_is_set_aside():
+    """Seen in the browser: "This is stated in passage [2] on page 4 of the docqa-configuration.docx file" beside
+    an uploaded abstract; "4" and the file name stood in other passages' labels, so the exact check let it pass."""
+    passages = [ABSTRACT, CONFIG_ROW, SETUP]
+    question = "What does STAT1 serine phosphorylation do?"
+    claim = "STAT1 serine phosphorylation is required for maximal activation of transcription [1]."
+    wrong_page = f"{claim} It is stated in passage [1] on page 4, along with the IFN-gamma figures [1]."
+    verdict = judge(wrong_page, None, passages, question, labels=PLACES)
+    assert not verdict.shown and verdict.reason.endswith("passage [1] is not on page 4")
+    wrong_file = f"{claim} As the docqa-configuration.docx file shows, maximal activation needs it [1]."
+    verdict = judge(wrong_file, None, passages, question, labels=PLACES)
+    assert not verdict.shown and verdict.reason.endswith("passage [1] is not from docqa-configuration.docx")
+    assert judge(f"{claim} As page 4 of docqa-user-guide.pdf says, make run starts it [3].", None, passages, question, labels=PLACES).shown
+    assert not judge(f"{claim} As page 7 of the guide says, make run starts it.", None, passages, question, labels=PLACES).shown
+    assert judge(claim, None, passages, "What does page 7 say?", labels=PLACES).shown, "no page named, nothing to check"
+    see_page = ["Dictionaries are described on page 104.", "", ""]
+    assert judge("Dictionaries come on page 104 [1].", None, see_page, "Where?", labels=PLACES).shown, "the passage's own words"
+
+
+def test_a_pointer_naming_its_passage_page_and_file_becomes_the_citation():
+    from answer_tidy import fold_pointer_sentences
+
+    seen = (
+        "STAT1 serine phosphorylation is needed for maximal activation. This is stated in passage [2] on page 4 of the "
+        "docqa-configuration.docx file, which lists each variable with its default value and its meaning [2]."
+    )  # seen in the browser: the claim then cites [2] and the grounding check re-cites it to the passage holding it
+    assert fold_pointer_sentences(seen)[0] == "STAT1 serine phosphorylation is needed for maximal activation [2]."
+    ship_15 = "It gets 5 passages for each question. This is specified in the [3] passage on page 1 of the document guide."
+    assert fold_pointer_sentences(ship_15)[0] == "It gets 5 passages for each question [3]."
+    said_more = "It is 1000. This is stated in passage [2] of the notes.md file, next to the limits."
+    assert fold_pointer_sentences(said_more) == (said_more, False)
+
+
 SETUP = (
     "Setting up and running docqa takes two commands, both typed in a terminal in the project folder. "
     "The first sets everything up and starts docqa: make run. The second command runs docqa's test suite, "
@@ -501,5 +557,8 @@ def test_a_refusal_after_the_answer_is_dropped_and_the_answer_shown_only_if_all_
     bare, done = tidy_answer("Yes [1]. The documents do not cover this.", "Does it stop?", [RECURSION], False)
     verdict = judge(bare, check_grounding(bare, sentences, embedder, settings), [RECURSION], "Does it stop?", done)
     assert bare == "Yes [1]." and not verdict.shown, "no claim left to back: the model's doubt stands"
+    joined = "This is known as infinite recursion [1]: the documents do not cover this."  # ship-02 in a chat, the same form
+    assert tidy_answer(joined, "Why?", [RECURSION], False) == ("This is known as infinite recursion [1].", ["refusal after the answer dropped"])
+    assert tidy_answer("No: the documents do not cover this.", "Why?", [RECURSION], False)[1] == [], "a refusal with no answer stays"
     partial = "Infinite recursion is not a good idea [1]. The documents do not cover how deep a recursion may go."
     assert tidy_answer(partial, "How deep?", [RECURSION], False) == (partial, []), "a refusal that says what is missing stays"
