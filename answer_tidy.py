@@ -112,7 +112,7 @@ _POINTER_LEAD = (
     r"^(?:(?:this|it|that|they|these|this information|the answer|(?:the\s+)?(?:passage|source)s?" + _DOING + r")"
     r"\s+(?:is|are|can be|was|were)\s+(?:\w+\s+)?"
     r"(?:mentioned|described|explained|stated|found|seen|shown|discussed|covered|given|noted|listed|based|specified|documented|detailed|outlined|provided)\s+"
-    r"(?:in|from|by|at|on)|(?:this|the)\s+(?:answer|information)\s+(?:comes|is taken)\s+from"
+    r"(?:in|from|by|at|on)|(?:this|the)\s+(?:answer|information|passage|source)\s+(?:comes|is taken)\s+from"
     r"|see|refer to|(?:as|this is)\s+(?:mentioned|stated|described|explained)\s+in|source:?"
     r"|(?:the\s+)?(?:passage|source)s?" + _DOING + r"\s+(?:is|are)(?:\s+(?:from|in))?)\s+(?:the\s+)?"
 )

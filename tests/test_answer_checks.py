@@ -497,6 +497,7 @@ def test_a_sentence_naming_the_file_of_the_answer_becomes_that_passages_citation
     seen = 'It is 1000 characters. This can be found in the [settings.docx] file, under the "Configuration variables" section. [1]'
     assert fold_pointer_sentences(seen, sources)[0] == "It is 1000 characters [2][3][1].", "seen in the browser, with its own citation after it"
     assert fold_pointer_sentences("It listens on 127.0.0.1. This answer comes from [1].")[0] == "It listens on 127.0.0.1 [1]."
+    assert fold_pointer_sentences("It is 5. The passage comes from [1].")[0] == "It is 5 [1].", "fu-10, in a chat"
     described = (
         "The default chunk size is 1000 characters per chunk. This can be found in the [settings.docx] file, which explains "
         "where docqa reads settings from and lists the settings most people change. [1][3]"
