@@ -11,6 +11,8 @@ own words ("lists are immutable" beside "tuples are immutable", "1024 bytes" bes
 - polarity: a clause that shares its subject with a passage sentence must not carry the
   opposite word (mutable/immutable, faster/slower, un-/im-/in-/non- forms) or the opposite
   negation;
+- verdicts: a "Yes"/"No" to a yes/no question must not pass a judgement of the question ("safe",
+  "accurate") that no passage makes ("Yes, … is safe if …" where no passage says "safe");
 - order: a comparison must not swap its sides ("CHUNK_SIZE … smaller than CHUNK_OVERLAP"
   beside "CHUNK_OVERLAP must be … smaller than CHUNK_SIZE"): same words, reversed relation;
 - places: a page or a file the sentence names ("stated in passage [2] on page 4 of
@@ -198,6 +200,40 @@ def yes_no_conflicts(claim: str, evidence_sentences: Sequence[str]) -> list[str]
     return [f"says “{said}” where the passage says “{' '.join(best.split()[:3]).rstrip(',.:;!-')}”"]
 
 
+_ASKS_YES_NO = re.compile(
+    r"^\W*(?:and\s+|so\s+|but\s+)?(?:is|are|was|were|am|can|could|does|do|did|will|would|should|shall|may|might|must|has|have|had)"
+    r"(?:n't)?\b",
+    re.IGNORECASE,
+)
+
+
+# Judgements a user acts on, which a small model hands out from its own knowledge: "is it safe?", "is it
+# accurate?". Only these: a question's other words (its subject, "colleagues' computers") are the user's own
+# way of naming what the passages name otherwise, and an answer may repeat them.
+_JUDGEMENTS = frozenset(tokenize(
+    "safe safely unsafe secure securely insecure private reliable unreliable accurate trustworthy recommended "
+    "dangerous risky harmful legal illegal stable unstable"
+))
+
+
+def unbacked_verdicts(claim: str, question: str, known: set[str]) -> list[str]:
+    """A "Yes" or "No" to a yes/no question that asserts a judgement of the question ("safe",
+    "accurate", `_JUDGEMENTS`) no passage makes.
+    Seen in the browser: "is that safe?" (about opening the web interface to colleagues) got "Yes,
+    opening the web interface from colleagues' computers is safe if GRADIO_SERVER_NAME=0.0.0.0 is
+    set …" beside the FAQ's "Do this only on a network you trust": no passage says "safe", the
+    verdict is the model's own, and the rest of the sentence, the passage's words, passed every
+    other check. `known` are the passages' terms (keyword_index.tokenize)."""
+    opening = _YES_NO.match(CITATION.sub(" ", claim))
+    if opening is None or opening.group(1).lower() not in ("yes", "no") or not _ASKS_YES_NO.match(question):
+        return []
+    unheld = (set(tokenize(question)) & _JUDGEMENTS) - known
+    for word in _words(claim[opening.end() :]):
+        if set(tokenize(word)) & unheld:
+            return [f"says “{opening.group(1)}” on “{word}”, which no passage says"]
+    return []
+
+
 # The comparatives whose opposite says the same with the sides swapped ("A smaller than B" = "B larger than A").
 _LESS = {"smaller": "size", "less": "size", "fewer": "size", "lower": "size", "shorter": "size", "slower": "speed", "earlier": "time"}
 _MORE = {"larger": "size", "greater": "size", "more": "size", "bigger": "size", "higher": "size", "longer": "size", "faster": "speed", "later": "time"}
@@ -347,11 +383,13 @@ def check_claims(
     named page or file in the `places` of the passages the sentence cites.
     """
     found: list[Disagreement] = []
+    known = set(tokenize(passages))
     for sentence, evidence_sentences in claims:
         problems = (
             exact_mismatches(sentence, passages, question)
             + polarity_conflicts(sentence, evidence_sentences)
             + yes_no_conflicts(sentence, evidence_sentences)
+            + unbacked_verdicts(sentence, question, known)
             + reversed_comparisons(sentence, evidence_sentences)
             + place_mismatches(sentence, places, question)
         )

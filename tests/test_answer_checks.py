@@ -188,6 +188,26 @@ def test_an_empty_or_contradicting_answer_is_set_aside():
     assert judge("The default chunk size is 1000 characters [1].", None, [CONFIG_ROW], "What is the default chunk size?").shown
 
 
+def test_a_yes_on_a_word_of_the_question_no_passage_uses_is_flagged():
+    """Seen in the browser: "is that safe?" got "Yes, opening the web interface from colleagues' computers is safe
+    if GRADIO_SERVER_NAME=0.0.0.0 is set …", shown as backed beside "Do this only on a network you trust"."""
+    faq = (
+        "Not by default: the web interface listens on 127.0.0.1, which only the same computer can reach. Setting "
+        "GRADIO_SERVER_NAME=0.0.0.0 makes it reachable from your network, and then anyone who can reach it can ask "
+        "about your documents. Do this only on a network you trust."
+    )
+    question = "Is opening the web interface to other computers safe?"
+    seen = "Yes, opening the web interface to other computers is safe if GRADIO_SERVER_NAME=0.0.0.0 is set [1]."
+    verdict = judge(seen, None, [faq], question)
+    assert not verdict.shown and "says “Yes” on “safe”" in verdict.reason
+    assert judge("Only on a network you trust: anyone who can reach it can ask about your documents [1].", None, [faq], question).shown
+    assert judge("No: anyone who can reach it can ask about your documents [1].", None, [faq], question).shown, "no word of its own"
+    tuples = "Because tuples are immutable they are hashable, so a tuple can be used as a dictionary key."
+    assert judge("Yes, a tuple can be used as a dictionary key [1].", None, [tuples], "Can I use a tuple as a dictionary key?").shown
+    colleagues = "Yes, colleagues can reach it once GRADIO_SERVER_NAME=0.0.0.0 is set [1]."
+    assert judge(colleagues, None, [faq], "Can my colleagues reach it?").shown, "the question's own subject word may be repeated"
+
+
 def test_a_comparison_with_its_sides_swapped_is_flagged():
     """Seen in the browser: "CHUNK_SIZE … must be at least 200 but smaller than CHUNK_OVERLAP" beside the
     reference's "CHUNK_OVERLAP must be at least 0 and smaller than CHUNK_SIZE": the same words, so no other check saw it."""
