@@ -21,6 +21,7 @@ import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -101,8 +102,16 @@ def torch_build(system: str, machine: str) -> str:
     return "cuda" if system == "Linux" and machine.lower() in ("x86_64", "amd64") else "cpu"
 
 
-def check_disk(report: Report, needs: list[tuple[Path, float, str]]) -> None:
-    """Free space for each filesystem, summing what goes to folders that share one; each need is (folder, GB, what)."""
+def free_gb(folder: Path) -> float:
+    """Free space, in GB, on the filesystem holding this existing folder."""
+    return shutil.disk_usage(folder).free / GB
+
+
+def check_disk(report: Report, needs: list[tuple[Path, float, str]], free_on: Callable[[Path], float] = free_gb) -> None:
+    """Free space for each filesystem, summing what goes to folders that share one; each need is (folder, GB, what).
+
+    `free_on` reads a folder's free GB; tests pass their own, so they do not depend on the disk they run on.
+    """
     by_device: dict[int, tuple[Path, float, list[str]]] = {}
     for folder, gb, what in needs:
         where = existing_ancestor(folder.absolute())
@@ -110,7 +119,7 @@ def check_disk(report: Report, needs: list[tuple[Path, float, str]]) -> None:
         first, total, parts = by_device.get(device, (where, 0.0, []))
         by_device[device] = (first, total + gb, parts + [f"{what} {gb:.1f} GB"] * (gb > 0))
     for where, gb, parts in by_device.values():
-        free = shutil.disk_usage(where).free / GB
+        free = free_on(where)
         if free < gb:
             report.missing.append(
                 f"Only {free:.1f} GB free on the disk holding {where}; set-up needs about {gb:.1f} GB there "
@@ -181,6 +190,7 @@ def run(
     environ: dict[str, str] | None = None,
     system: str = "",
     machine: str = "",
+    free_on: Callable[[Path], float] = free_gb,
 ) -> Report:
     environ = dict(os.environ) if environ is None else environ
     path, system = environ.get("PATH"), system or platform.system()
@@ -201,6 +211,7 @@ def run(
             (temp, 0.0 if has_venv else DOWNLOADS_GB[torch], "pip's downloads"),
             (temp, BUILD_GB if llama_step == "build" else 0.0, "the llama.cpp build"),
         ],
+        free_on,
     )
     check_index(report, environ, venv)
     return report

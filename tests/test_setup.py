@@ -91,6 +91,11 @@ def test_no_fitting_python_is_one_line_and_exit_1(tmp_path: Path) -> None:
     assert proc.stderr.strip() == NONE_FITS
 
 
+def roomy(_folder: Path) -> float:
+    """A disk with room for any set-up, so these tests do not depend on the free space of the machine they run on."""
+    return 1000.0
+
+
 def no_network(tmp_path: Path, path: str) -> dict[str, str]:
     """An environment for the pre-flight check: this PATH, a home of its own and a local package index."""
     (tmp_path / "index").mkdir(exist_ok=True)
@@ -99,18 +104,18 @@ def no_network(tmp_path: Path, path: str) -> dict[str, str]:
 
 def test_preflight_names_the_missing_compiler_and_cmake_and_how_to_install_them(tmp_path: Path) -> None:
     environ = no_network(tmp_path, fake_pythons(tmp_path / "bin", python3_11="3 11 1"))
-    report = run("build", tmp_path / ".venv", tmp_path / "cache", environ=environ, system="Linux")
+    report = run("build", tmp_path / ".venv", tmp_path / "cache", environ=environ, system="Linux", free_on=roomy)
     [line] = report.missing
     assert "a C compiler (cc, gcc or clang)" in line and "a C++ compiler (c++, g++ or clang++)" in line
     assert "CMake" in line and "apt install build-essential cmake" in line
-    mac = run("build", tmp_path / ".venv", tmp_path / "cache", environ=environ, system="Darwin")
+    mac = run("build", tmp_path / ".venv", tmp_path / "cache", environ=environ, system="Darwin", free_on=roomy)
     assert "xcode-select --install" in mac.missing[0] and "brew install cmake" in mac.missing[0]
 
 
 def test_preflight_asks_for_no_compiler_when_nothing_will_be_compiled(tmp_path: Path) -> None:
     environ = no_network(tmp_path, fake_pythons(tmp_path / "bin", python3_11="3 11 1"))
     for step in ("install", "installed"):
-        report = run(step, tmp_path / ".venv", tmp_path / "cache", environ=environ, system="Linux")
+        report = run(step, tmp_path / ".venv", tmp_path / "cache", environ=environ, system="Linux", free_on=roomy)
         assert report.missing == [], report.missing
 
 
@@ -130,11 +135,17 @@ def test_preflight_command_reports_everything_missing_at_once_and_exits_1(tmp_pa
 
 
 def test_too_little_disk_says_how_much_is_needed(tmp_path: Path) -> None:
-    report = run("install", tmp_path / ".venv", tmp_path / "cache", environ=no_network(tmp_path, fake_pythons(tmp_path / "bin", python3_11="3 11 1")))
+    environ = no_network(tmp_path, fake_pythons(tmp_path / "bin", python3_11="3 11 1"))
+    report = run("install", tmp_path / ".venv", tmp_path / "cache", environ=environ, free_on=roomy)
     assert report.missing == [] and any("GB free" in found for found in report.found)
+    tight = run("install", tmp_path / ".venv", tmp_path / "cache", environ=environ, system="Linux", machine="x86_64", free_on=lambda _folder: 12.4)
+    [line] = tight.missing
+    assert line.startswith("Only 12.4 GB free") and "needs about 14.5 GB" in line and "free some space" in line
     from preflight import Report
 
-    short = Report()
+    enough, short = Report(), Report()  # the real disk: room for a byte, none for a petabyte
+    check_disk(enough, [(tmp_path, 1e-9, "the venv")])
+    assert enough.missing == [] and "GB free" in enough.found[0]
     check_disk(short, [(tmp_path, 1e6, "the venv"), (tmp_path / "cache", 1.0, "the model")])  # one disk: summed
     [line] = short.missing
     assert "needs about 1000001.0 GB" in line and "the venv 1000000.0 GB, the model 1.0 GB" in line and "free some space" in line
@@ -147,7 +158,7 @@ def test_the_disk_needed_counts_the_cuda_torch_pypi_serves_on_linux_x86_64(tmp_p
     assert torch_build("Darwin", "arm64") == torch_build("Linux", "aarch64") == "cpu"
     environ = no_network(tmp_path, fake_pythons(tmp_path / "bin", python3_11="3 11 1"))
     for system, machine, torch in (("Linux", "x86_64", "cuda"), ("Darwin", "arm64", "cpu")):
-        report = run("install", tmp_path / ".venv", tmp_path / "cache", environ=environ, system=system, machine=machine)
+        report = run("install", tmp_path / ".venv", tmp_path / "cache", environ=environ, system=system, machine=machine, free_on=roomy)
         assert f"(needs {VENV_GB[torch] + MODEL_GB + DOWNLOADS_GB[torch]:.1f} GB)" in " ".join(report.found)
 
 
