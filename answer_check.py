@@ -219,6 +219,7 @@ _JUDGEMENTS = frozenset(tokenize(
 def unbacked_verdicts(claim: str, question: str, known: set[str]) -> list[str]:
     """A "Yes" or "No" to a yes/no question that asserts a judgement of the question ("safe",
     "accurate", `_JUDGEMENTS`) no passage makes.
+
     Seen in the browser: "is that safe?" (about opening the web interface to colleagues) got "Yes,
     opening the web interface from colleagues' computers is safe if GRADIO_SERVER_NAME=0.0.0.0 is
     set …" beside the FAQ's "Do this only on a network you trust": no passage says "safe", the
@@ -318,9 +319,19 @@ def invented_quotations(text: str, passages: str, question: str = "") -> list[st
 _PAGE_NAMED = re.compile(r"\b(?:pages?|pp?\.)\s*(\d{1,5})(?:\s*(?:[-–]|to|and)\s*(\d{1,5}))?", re.IGNORECASE)
 
 
+def _page_span(low: int, high: int) -> set[int]:
+    """The pages from `low` to `high`, at most a thousand and one of them: "pages 1-99999" names no page list worth building."""
+    return set(range(low, min(high, low + 1000) + 1))
+
+
 @dataclass(frozen=True)
 class Place:
-    """Where one passage comes from, as its label names it: the file and the pages ("guide.pdf, pages 3-4")."""
+    """Where one passage comes from, as its label names it: the file and the pages ("guide.pdf, pages 3-4").
+
+    Read from the label, not the passage's page numbers, on purpose: the label is what the prompt
+    showed the model (a PDF page by the number the book prints on it), so it is the place a model
+    that repeats a place can name.
+    """
 
     file: str
     pages: frozenset[int]
@@ -333,8 +344,7 @@ class Place:
         if pages is None:
             return cls(source.rsplit("/", 1)[-1].lower(), frozenset(), text)
         low = int(pages.group(1))
-        high = int(pages.group(2) or low)
-        return cls(source.rsplit("/", 1)[-1].lower(), frozenset(range(low, high + 1)) if high - low < 1000 else frozenset(), text)
+        return cls(source.rsplit("/", 1)[-1].lower(), frozenset(_page_span(low, int(pages.group(2) or low))), text)
 
 
 def _pages_named(text: str) -> list[tuple[int, int]]:
@@ -360,10 +370,10 @@ def place_mismatches(sentence: str, places: Sequence[Place], question: str = "")
             return [f"{_cited(pool)} not from {sorted(named)[0]}"]  # cited: with every passage in the pool, one fits
         pool = fitting
     spoken = " ".join([question, *(places[n - 1].text for n in pool)])
-    said = {page for low, high in _pages_named(spoken) for page in range(low, min(high, low + 1000) + 1)}
+    said = {page for low, high in _pages_named(spoken) for page in _page_span(low, high)}
     problems: list[str] = []
     for low, high in _pages_named(plain):
-        wanted = set(range(low, min(high, low + 1000) + 1))
+        wanted = _page_span(low, high)
         if not wanted & said and not any(wanted & places[n - 1].pages for n in pool):
             problems.append(f"{_cited(pool)} not on page {low}" if cited else f"no passage is on page {low}")
     return problems

@@ -113,16 +113,32 @@ def cited_numbers(text: str, count: int) -> list[int]:
     return sorted({int(m[1]) for m in citations(text) if 1 <= int(m[1]) <= count})
 
 
+UNCONFIRMED = "No answer could be confirmed from the documents."
+"""How a doubted question's refusal opens when the passages' nearest sentences follow (see refusal_text)."""
+
+
 def is_refusal(text: str) -> bool:
-    """Whether an answer declines: it opens with the refusal the prompt asks for."""
+    """Whether an answer declines: it opens with the refusal the prompt asks for, or with UNCONFIRMED."""
     opening = " ".join(text.split())[: len(REFUSAL) + 40].lower()
-    return REFUSAL.lower().rstrip(".") in opening
+    return any(words.lower().rstrip(".") in opening for words in (REFUSAL, UNCONFIRMED))
 
 
-def refusal_text(passages: Sequence[Placed], shown: int = 3, reason: str = "") -> str:
-    """What the relevance gate says instead of guessing: the refusal, its `reason` when there is one, then where the closest passages are."""
+def refusal_text(passages: Sequence[Placed], shown: int = 3, reason: str = "", nearest: str = "") -> str:
+    """What is said instead of guessing: the refusal, its `reason` when there is one, then where the closest passages are.
+
+    With the passages' `nearest` sentences (markdown quotes) and no reason, it opens with UNCONFIRMED and
+    the sentences instead: they often answer a question asked in other words than the documents'
+    (ship-21, "Are my files uploaded to some cloud service?", beside the FAQ's "No. docqa has no
+    cloud component"), and a flat "The documents do not cover this. No passage is close enough"
+    above them contradicts what the reader sees next.
+    """
     closest = "\n".join(f"[{n}] {place(p)}" for n, p in enumerate(passages[:shown], start=1))
-    return f"{REFUSAL}{' ' + reason if reason else ''} No passage is close enough to the question to answer from; the closest are:\n{closest}"
+    if nearest and not reason:
+        return f"{UNCONFIRMED} Their sentences nearest to your question, in case one answers it:\n\n{nearest}\n\nThe closest passages are:\n{closest}"
+    text = f"{REFUSAL}{' ' + reason if reason else ''} No passage is close enough to the question to answer from; the closest are:\n{closest}"
+    if nearest:
+        text += f"\n\nNo answer could be confirmed from them. Their sentences nearest to your question, in case one answers it:\n\n{nearest}"
+    return text
 
 
 # ---------------------------------------------------------------- plain text

@@ -38,7 +38,8 @@ def judge(
     """Show the model's text, or set it aside with the reason a user reads.
 
     `labels` are the passages' places as the prompt showed them ("guide.pdf, page 3"): a
-    model that repeats one names no number or file of its own."""
+    model that repeats one names no number or file of its own. Without one label per passage
+    the pages and files a sentence names are not checked (there is nothing to check them against)."""
     if not CITATION.sub("", text).strip(" \t\n.,;:"):  # nothing, or only "[1]" (seen in the browser)
         return Verdict(False, "the model wrote no answer")
     if "repetition cut" in tidied:

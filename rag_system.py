@@ -232,11 +232,12 @@ class RAGSystem:
 
         answer.kind, answer.refused = "refusal", True
         unnamed = answer.relevance.get("unnamed")  # the passages match the question's other words: say why they do not answer it
-        answer.text = refusal_text(answer.passages, reason=f"No document names {' or '.join(unnamed)}." if unnamed else "")
         quotes = select_quotes(checks[0], checks[2]) if nearest and checks else []
-        if quotes:
-            shown = quotes_markdown(quotes, [p.label for p in answer.passages])
-            answer.text += f"\n\nNo answer could be confirmed from them. Their sentences nearest to your question, in case one answers it:\n\n{shown}"
+        answer.text = refusal_text(
+            answer.passages,
+            reason=f"No document names {' or '.join(unnamed)}." if unnamed else "",
+            nearest=quotes_markdown(quotes, [p.label for p in answer.passages]) if quotes else "",
+        )
         self._ground(answer, checks)
         return self._finish(answer, started)
 

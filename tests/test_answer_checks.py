@@ -248,6 +248,10 @@ def test_a_sentence_naming_a_page_or_file_its_passage_is_not_on_is_set_aside():
     assert judge(claim, None, passages, "What does page 7 say?", labels=PLACES).shown, "no page named, nothing to check"
     see_page = ["Dictionaries are described on page 104.", "", ""]
     assert judge("Dictionaries come on page 104 [1].", None, see_page, "Where?", labels=PLACES).shown, "the passage's own words"
+    assert judge(wrong_file, None, passages, question, labels=PLACES[:2]).shown, "no label for each passage: no place to check against"
+    from answer_check import Place
+
+    assert len(Place.of("atlas.pdf, pages 3-99999").pages) == 1001 and Place.of("atlas.pdf, Maps").pages == frozenset()
 
 
 def test_a_pointer_naming_its_passage_page_and_file_becomes_the_citation():

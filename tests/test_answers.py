@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from answer_render import is_refusal
 from conftest import ROOT, module_settings, rag_with
 from ollama_standin import OllamaStandin
 from scripts.make_documents import EXAMPLE_ANSWERS, EXAMPLE_QUESTIONS
@@ -199,11 +200,12 @@ def test_a_doubtful_question_is_left_to_the_model_and_its_checked_answer_shown(s
 def test_a_doubtful_question_is_refused_when_the_model_does_not_confirm_it(tmp_path, embedder, pieces):
     answer = ask_standin(tmp_path, embedder, pieces, DOUBTFUL)
     assert answer.relevance["model_decides"]
-    assert answer.refused and answer.kind == "refusal" and answer.text.startswith("The documents do not cover this.")
+    assert answer.refused and answer.kind == "refusal" and is_refusal(answer.text)
+    assert answer.text.startswith("No answer could be confirmed from the documents."), "true whether the model declined or was set aside"
+    assert "do not cover" not in answer.text, "the nearest sentences that follow may well answer it: no flat refusal above them"
     assert not answer.quotes and answer.set_aside is None, "no quotes stand in for a question the documents may not hold"
-    assert "[1] docqa-user-guide.pdf" in answer.text, "the closest passages are listed"
-    assert "No answer could be confirmed from them." in answer.text, "true whether the model declined or was set aside"
-    nearest = answer.text.split("in case one answers it:\n\n", 1)[1]
+    nearest, closest = answer.text.split("in case one answers it:\n\n", 1)[1].split("\n\nThe closest passages are:\n", 1)
+    assert closest.startswith("[1] docqa-user-guide.pdf"), "the closest passages are listed after the sentences"
     assert nearest.startswith("> ") and "\n> — [" in nearest, "their nearest sentences are shown verbatim, with their places"
     first = " ".join(line[2:] for line in nearest.split("\n>\n", 1)[0].splitlines())
     assert any(first in " ".join(p.text.split()) for p in answer.passages), f"verbatim from a passage: {first!r}"
@@ -226,7 +228,7 @@ def test_a_doubtful_question_is_refused_when_most_of_the_answer_is_unbacked(tmp_
     if min_supported == 0.0:  # the setting turned off: one backed claim is enough, as for other questions
         assert not answer.refused and answer.sentences_checked == 4 and len(answer.unsupported) == 3, answer.text
         return
-    assert answer.refused and answer.text.startswith("The documents do not cover this."), answer.text
+    assert answer.refused and answer.text.startswith("No answer could be confirmed from the documents."), answer.text
     assert "astronomers" not in answer.text and not answer.quotes
     assert "in case one answers it:" in answer.text, "the nearest sentences are shown instead"
 
@@ -290,6 +292,7 @@ def test_a_construct_no_document_names_is_doubted_and_refused_when_the_model_is_
         return
     assert answer.relevance["unnamed"] == ["the “with” statement"] and answer.relevance["model_decides"]
     assert answer.refused and answer.text.startswith("The documents do not cover this. No document names the “with” statement. "), answer.text
+    assert "No answer could be confirmed from them." in answer.text, "the nearest sentences follow the refusal and its reason"
 
 
 def test_the_quote_answers_the_subject_not_the_words_every_document_shares(tmp_path, embedder):

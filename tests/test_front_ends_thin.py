@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from answer_render import CITATION, answer_as_text, is_refusal, link_citations, place, source_line
+from answer_render import CITATION, UNCONFIRMED, answer_as_text, is_refusal, link_citations, place, source_line
 from conversation import history_after
 from llm_handler import REFUSAL
 
@@ -109,6 +109,7 @@ def test_refusal_is_the_prompts_sentence_at_the_start() -> None:
     assert is_refusal(f"  {REFUSAL.upper()} The closest passages are listed below.")
     assert not is_refusal(f"Tuples are immutable [1]. {' '.join(['More text.'] * 10)} {REFUSAL}")
     assert not is_refusal("The default chunk size is 1000 characters [1].")
+    assert is_refusal(f"{UNCONFIRMED} Their sentences nearest to your question, in case one answers it:")
 
 
 def test_one_citation_pattern_and_a_list_is_not_one() -> None:
