@@ -113,6 +113,7 @@ _POINTER_LEAD = (
     r"\s+(?:is|are|can be|was|were)\s+(?:\w+\s+)?"
     r"(?:mentioned|described|explained|stated|found|seen|shown|discussed|covered|given|noted|listed|based|specified|documented|detailed|outlined|provided)\s+"
     r"(?:in|from|by|at|on)|(?:this|the)\s+(?:answer|information|passage|source)\s+(?:comes|is taken)\s+from"
+    r"|(?:this|it|that)(?:\s+information)?\s+(?:is|comes)\s+from"
     r"|see|refer to|(?:as|this is)\s+(?:mentioned|stated|described|explained)\s+in|source:?"
     r"|(?:the\s+)?(?:passage|source)s?" + _DOING + r"\s+(?:is|are)(?:\s+(?:from|in))?)\s+(?:the\s+)?"
 )
@@ -120,9 +121,14 @@ _POINTER_LEAD = (
 _PLACE = r"(?:page|pages|lines?|p\.)\s*\d+(?:\s*(?:[-–,]|and|to)\s*\d+)*"
 _PLACE_OF = rf"(?:{_PLACE}\s+(?:of|in)\s+(?:the\s+)?)?"
 _AT_PLACE = rf"(?:,?\s+(?:on|at|in)\s+{_PLACE})?"
-# "This can be found in the [notes.docx] file, under the "Settings" section.": the model names the
-# passage by its file, not its number, and maybe the part of it.
-_PART = r"(?:,?\s+(?:under|in)\s+the\s+[\"“'`]?[^\"”'`.\[\]\n]{1,60}[\"”'`]?\s+(?:section|chapter|table|heading|part))?"
+# "This can be found in the [notes.docx] file, under the "Settings" section.", "… in the [1] passage under
+# "Invalid values"." (seen in the browser): the model names the passage by its file or number, and the part
+# of it, by a heading in quotes or followed by "section" (unquoted and bare, "under certain conditions" is a claim).
+_SECTION = r"\s+(?:section|chapter|table|heading|part)"
+_PART = (
+    r"(?:,?\s+(?:under|in)\s+(?:the\s+)?(?:[\"“'`][^\"”'`.\[\]\n]{1,60}[\"”'`](?:" + _SECTION + r")?"
+    r"|[^\"”'`.\[\]\n]{1,60}" + _SECTION + r"))?"
+)
 # "…, which explains where docqa reads settings from": what the file is about, not a claim of the answer.
 _ABOUT_FILE = r"(?:,\s+(?:which|that|where)\s+[^.\[\]\n]{1,200})?"
 _FILE_NAME = r"[\[`'\"]?(?P<name>[\w .()-]{1,80}\.\w{1,5})[\]`'\"]?(?:\s+(?:file|document))?"

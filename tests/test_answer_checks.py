@@ -266,6 +266,12 @@ def test_a_pointer_naming_its_passage_page_and_file_becomes_the_citation():
     assert fold_pointer_sentences(ship_15)[0] == "It gets 5 passages for each question [3]."
     said_more = "It is 1000. This is stated in passage [2] of the notes.md file, next to the limits."
     assert fold_pointer_sentences(said_more) == (said_more, False)
+    # Seen in the browser: a pointer by number and heading, and the shortest pointer, each underlined beside a right claim.
+    heading = 'CHUNK_OVERLAP must be smaller than CHUNK_SIZE. This is specified in the [1] passage under "Invalid values".'
+    assert fold_pointer_sentences(heading)[0] == "CHUNK_OVERLAP must be smaller than CHUNK_SIZE [1]."
+    assert fold_pointer_sentences("Both are required. This is from [1].")[0] == "Both are required [1]."
+    for claim in ("It is smaller. This is stated in [1] under certain conditions.", "The date. It is from 1998 [1]."):
+        assert fold_pointer_sentences(claim) == (claim, False), "a condition or a fact after the citation is a claim"
 
 
 SETUP = (
