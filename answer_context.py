@@ -58,7 +58,7 @@ def sentence_scores(
     sentences: PassageSentences, question_vector: np.ndarray, question: str, idf: Idf | None = None
 ) -> list[np.ndarray]:
     """Per passage, each sentence's closeness to the question: cosine plus a share of its words (and a
-    bonus for a table row defining a name it gives), less a little for each place its passage is
+    bonus for a table row defining a name it gives, split among the names it gives), less a little for each place its passage is
     down the retrieved list. With `idf` (the keyword index's), the share weighs each word by how
     few chunks hold it, as BM25 does."""
     asked = content_terms(question)
@@ -72,9 +72,19 @@ def sentence_scores(
             overlap = np.array([sum(weights[w] for w in asked & content_terms(t)) / total for t in texts])
             sims = sims + OVERLAP_WEIGHT * overlap
         if names:
-            sims = sims + DEFINITION_BONUS * np.array([defines_in_table(t.strip(), names) for t in texts], dtype=np.float32)
+            bonus = DEFINITION_BONUS / _names_given(names)  # a row defines one name: with two asked, it answers half
+            sims = sims + bonus * np.array([defines_in_table(t.strip(), names) for t in texts], dtype=np.float32)
         out.append(np.asarray(sims - RANK_WEIGHT * rank, dtype=np.float32))
     return out
+
+
+def _names_given(names: set[str]) -> int:
+    """How many names the question gives: each comes in two forms ("copy.deepcopy": "deepcopy" and
+    "copydeepcopy", name_search.named_identifiers), the short one ending the long one. Seen in the
+    browser: "What must CHUNK_OVERLAP be, compared with CHUNK_SIZE?" was quoted the row
+    "| CHUNK_OVERLAP | 200 | …", whose whole-bonus lifted it over "CHUNK_OVERLAP must be at least 0
+    and smaller than CHUNK_SIZE", the answer, which names both."""
+    return sum(not any(other != name and other.endswith(name) for other in names) for name in names) or 1
 
 
 def _term_weights(asked: set[str], idf: Idf | None) -> dict[str, float]:

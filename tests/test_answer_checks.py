@@ -376,6 +376,20 @@ def test_the_table_row_defining_a_named_setting_is_the_quote(embedder):
     assert "must be at least 1" not in " ".join(q.text for q in quotes[:1])
 
 
+def test_a_row_defining_one_of_two_named_settings_does_not_outrank_the_sentence_naming_both(embedder):
+    # Seen in the browser: the row "| CHUNK_OVERLAP | 200 | ..." was the quote; the rule naming both answers it.
+    question = "What must CHUNK_OVERLAP be, compared with CHUNK_SIZE?"
+    passages = [
+        "Invalid values. If a value is invalid, docqa stops at start-up with a message that names the variable. "
+        "CHUNK_OVERLAP must be at least 0 and smaller than CHUNK_SIZE, and TOP_K must be at least 1.",
+        "| Variable | Default | Meaning |\n| --- | --- | --- |\n| CHUNK_SIZE | 1000 | Characters of text per chunk. |\n"
+        "| CHUNK_OVERLAP | 200 | Characters shared by neighbouring chunks. |",
+    ]
+    quotes = _quotes(embedder, question, passages)
+    assert quotes[0].number == 1 and "smaller than CHUNK_SIZE" in quotes[0].text, quotes
+    assert _quotes(embedder, "What is CHUNK_OVERLAP?", passages)[0].number == 2, "one name asked: its row still comes first"
+
+
 def test_a_setting_only_mentioned_beside_the_question_does_not_make_its_row_the_quote(embedder):
     # Seen in the browser: "I changed CHUNK_SIZE. What do I have to run now?" quoted `| CHUNK_SIZE | 1000 | ... |`.
     question = "I changed CHUNK_SIZE. What do I have to run now?"
