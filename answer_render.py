@@ -444,6 +444,8 @@ def answer_note(answer: AnswerView) -> str:
     """One line on who answered and how long it took, or what is happening now."""
     if answer.done:
         if getattr(answer, "refused", False):
+            if answer.text.startswith(UNCONFIRMED):  # their nearest sentences are shown, and may answer it
+                return "No answer could be confirmed; these passages came closest."
             return "The documents do not answer this; these passages came closest."
         took = answer.timings.get("total_s")
         after = f" in {took:.1f}s" if took else ""

@@ -227,7 +227,9 @@ class RAGSystem:
 
     def _refuse(self, answer: Answer, checks: Any, started: float, nearest: bool = False) -> Answer:
         """The documents do not cover the question: say so, with the closest passages, instead of
-        guessing; with `nearest`, also their sentences nearest to the question, verbatim."""
+        guessing; with `nearest`, also their sentences nearest to the question, verbatim, and then,
+        unless a named word is missing, the reply opens "No answer could be confirmed" instead
+        (answer_render.refusal_text)."""
         from answer_verdict import quotes_markdown
 
         answer.kind, answer.refused = "refusal", True

@@ -169,6 +169,10 @@ def test_the_sources_line_never_says_the_model_answered_when_its_text_was_set_as
     assert answer_note(answer) == "Quoted from the passages in 2.0s; the answer of llama.cpp:qwen was set aside"
     answer.set_aside = None
     assert answer_note(answer) == "Answered by llama.cpp:qwen in 2.0s"
+    answer.refused, answer.text = True, f"{UNCONFIRMED} Their sentences nearest to your question, in case one answers it:"
+    assert answer_note(answer) == "No answer could be confirmed; these passages came closest.", "not 'do not answer' above sentences that may"
+    answer.text = "The documents do not cover this. No passage is close enough to the question to answer from; the closest are:"
+    assert answer_note(answer) == "The documents do not answer this; these passages came closest."
 
 
 # --- Scoring sentences for quotes, and the gate's word rules ---------------------------------
