@@ -29,6 +29,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from answer_render import cited_numbers
 from grounding import CITATION, QUOTATION, QUOTATION_MIN_WORDS
 from keyword_index import tokenize
 
@@ -216,7 +217,7 @@ _JUDGEMENTS = frozenset(tokenize(
 ))
 
 
-def unbacked_verdicts(claim: str, question: str, known: set[str]) -> list[str]:
+def unbacked_verdicts(claim: str, question: str, passages: str) -> list[str]:
     """A "Yes" or "No" to a yes/no question that asserts a judgement of the question ("safe",
     "accurate", `_JUDGEMENTS`) no passage makes.
 
@@ -224,11 +225,12 @@ def unbacked_verdicts(claim: str, question: str, known: set[str]) -> list[str]:
     opening the web interface from colleagues' computers is safe if GRADIO_SERVER_NAME=0.0.0.0 is
     set …" beside the FAQ's "Do this only on a network you trust": no passage says "safe", the
     verdict is the model's own, and the rest of the sentence, the passage's words, passed every
-    other check. `known` are the passages' terms (keyword_index.tokenize)."""
+    other check. The passages are read (keyword_index.tokenize) only for such an answer."""
     opening = _YES_NO.match(CITATION.sub(" ", claim))
     if opening is None or opening.group(1).lower() not in ("yes", "no") or not _ASKS_YES_NO.match(question):
         return []
-    unheld = (set(tokenize(question)) & _JUDGEMENTS) - known
+    judged = set(tokenize(question)) & _JUDGEMENTS
+    unheld = judged - set(tokenize(passages)) if judged else set()
     for word in _words(claim[opening.end() :]):
         if set(tokenize(word)) & unheld:
             return [f"says “{opening.group(1)}” on “{word}”, which no passage says"]
@@ -341,10 +343,8 @@ class Place:
     def of(cls, label: str, text: str = "") -> Place:
         source, _, location = label.partition(", ")
         pages = _PAGE_NAMED.match(location.strip())
-        if pages is None:
-            return cls(source.rsplit("/", 1)[-1].lower(), frozenset(), text)
-        low = int(pages.group(1))
-        return cls(source.rsplit("/", 1)[-1].lower(), frozenset(_page_span(low, int(pages.group(2) or low))), text)
+        span = _page_span(int(pages.group(1)), int(pages.group(2) or pages.group(1))) if pages else set()
+        return cls(source.rsplit("/", 1)[-1].lower(), frozenset(span), text)
 
 
 def _pages_named(text: str) -> list[tuple[int, int]]:
@@ -359,7 +359,7 @@ def place_mismatches(sentence: str, places: Sequence[Place], question: str = "")
     if not places:
         return []
     count = len(places)
-    cited = sorted({int(n) for n in CITATION.findall(sentence) if 1 <= int(n) <= count})
+    cited = cited_numbers(sentence, count)
     plain = CITATION.sub(" ", sentence)
     files = {p.file for p in places if "." in p.file}
     named = {f for f in files if re.search(rf"(?<![\w/.-]){re.escape(f)}(?![\w-])", plain.lower())}
@@ -393,13 +393,12 @@ def check_claims(
     named page or file in the `places` of the passages the sentence cites.
     """
     found: list[Disagreement] = []
-    known = set(tokenize(passages))
     for sentence, evidence_sentences in claims:
         problems = (
             exact_mismatches(sentence, passages, question)
             + polarity_conflicts(sentence, evidence_sentences)
             + yes_no_conflicts(sentence, evidence_sentences)
-            + unbacked_verdicts(sentence, question, known)
+            + unbacked_verdicts(sentence, question, passages)
             + reversed_comparisons(sentence, evidence_sentences)
             + place_mismatches(sentence, places, question)
         )
