@@ -12,7 +12,9 @@ own words ("lists are immutable" beside "tuples are immutable", "1024 bytes" bes
   opposite word (mutable/immutable, faster/slower, un-/im-/in-/non- forms) or the opposite
   negation;
 - verdicts: a "Yes"/"No" to a yes/no question must not pass a judgement of the question ("safe",
-  "accurate") that no passage makes ("Yes, … is safe if …" where no passage says "safe");
+  "accurate") that no passage makes ("Yes, … is safe if …" where no passage says "safe"); a "Yes"
+  that goes on to deny what was asked ("Yes, … should not be …") is found here and dropped by
+  answer_tidy, which keeps the claim;
 - order: a comparison must not swap its sides ("CHUNK_SIZE … smaller than CHUNK_OVERLAP"
   beside "CHUNK_OVERLAP must be … smaller than CHUNK_SIZE"): same words, reversed relation;
 - places: a page or a file the sentence names ("stated in passage [2] on page 4 of
@@ -30,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from answer_render import cited_numbers
-from grounding import CITATION, QUOTATION, QUOTATION_MIN_WORDS
+from grounding import CITATION, QUOTATION, QUOTATION_MIN_WORDS, content_terms
 from keyword_index import tokenize
 
 UNITS = (
@@ -180,7 +182,7 @@ def negation_flipped(terms: set[str], negated: bool, evidence: Sequence[tuple[se
     return all(ev_negated != negated for shared, ev_negated in close if shared == most)
 
 
-_YES_NO = re.compile(r"^\W*(yes|no|not)\b[\s,.:;!-]*", re.IGNORECASE)
+YES_NO = re.compile(r"^\W*(yes|no|not)\b[\s,.:;!-]*", re.IGNORECASE)
 
 
 def yes_no_conflicts(claim: str, evidence_sentences: Sequence[str]) -> list[str]:
@@ -189,13 +191,13 @@ def yes_no_conflicts(claim: str, evidence_sentences: Sequence[str]) -> list[str]
     browser: "Yes, by default the web interface listens on 127.0.0.1 …" beside the FAQ's "Not by
     default: the web interface listens on 127.0.0.1 …"; the rest of the claim matched the passage
     word for word, so no other check saw it."""
-    match = _YES_NO.match(CITATION.sub(" ", claim))
+    match = YES_NO.match(CITATION.sub(" ", claim))
     said = match.group(1).lower() if match else "not"
     rest = set(tokenize(match.string[match.end():])) if match else set()
     if said == "not" or len(rest) < 2 or not evidence_sentences:
         return []
     best = max(evidence_sentences, key=lambda s: len(rest & set(tokenize(s))))  # the sentence saying the same (the first)
-    opening = _YES_NO.match(best) if len(rest & set(tokenize(best))) >= 0.5 * len(rest) else None
+    opening = YES_NO.match(best) if len(rest & set(tokenize(best))) >= 0.5 * len(rest) else None
     if opening is None or (opening.group(1).lower() == "yes") == (said == "yes"):
         return []
     return [f"says “{said}” where the passage says “{' '.join(best.split()[:3]).rstrip(',.:;!-')}”"]
@@ -226,7 +228,7 @@ def unbacked_verdicts(claim: str, question: str, passages: str) -> list[str]:
     set …" beside the FAQ's "Do this only on a network you trust": no passage says "safe", the
     verdict is the model's own, and the rest of the sentence, the passage's words, passed every
     other check. The passages are read (keyword_index.tokenize) only for such an answer."""
-    opening = _YES_NO.match(CITATION.sub(" ", claim))
+    opening = YES_NO.match(CITATION.sub(" ", claim))
     if opening is None or opening.group(1).lower() not in ("yes", "no") or not _ASKS_YES_NO.match(question):
         return []
     judged = set(tokenize(question)) & _JUDGEMENTS
@@ -235,6 +237,36 @@ def unbacked_verdicts(claim: str, question: str, passages: str) -> list[str]:
         if set(tokenize(word)) & unheld:
             return [f"says “{opening.group(1)}” on “{word}”, which no passage says"]
     return []
+
+
+_CONTRAST = re.compile(r"\b(?:but|however|although|though|except|unless|only|whereas|while)\b", re.IGNORECASE)
+_ASKED_NEGATED = re.compile(r"^\W*\w+n't\b|^\W*\w+\s+(?:\w+\s+)?not\b", re.IGNORECASE)
+_DENIED_WORDS = 6
+
+
+def denying_yes(claim: str, question: str) -> list[str]:
+    """A "Yes" whose own sentence then denies what the question asks, with the question's own verb:
+    "Should web content be owned by www-data?" answered "Yes, web content should not be owned by
+    www-data." (seen with a real document). The verdict and the claim contradict each other; the
+    claim is the passages' words, which the other checks read (answer_tidy drops the "Yes"). Only a denial of what was asked counts: the words after it
+    must share one with the question ("Yes, the file is read, and files that are not text are
+    skipped" denies nothing asked). A denial after "but", "except" or "only" is another claim
+    beside the "Yes" ("Yes, but you cannot …"), and a negated question ("Shouldn't …?") has no
+    plain yes, so neither counts; "not only" adds, it does not deny."""
+    opening = YES_NO.match(CITATION.sub(" ", claim))
+    asked = _ASKS_YES_NO.match(question)
+    if opening is None or opening.group(1).lower() != "yes" or asked is None or _ASKED_NEGATED.search(question):
+        return []
+    verb = asked.group(0).split()[-1].lower()
+    denial = rf"\b{verb}(?:\s+not\b(?!\s+(?:only|just)\b)|n't\b)" + (r"|\bcannot\b|\bcan't\b" if verb == "can" else "")
+    rest = opening.string[opening.end() :]
+    found = re.search(denial, rest, re.IGNORECASE)
+    if found is None or _CONTRAST.search(rest[: found.start()]):
+        return []
+    denied = " ".join(rest[found.end() :].split()[:_DENIED_WORDS])
+    if not content_terms(denied) & content_terms(question):
+        return []
+    return [f"says “Yes” and then “{found.group(0)}”"]
 
 
 # The comparatives whose opposite says the same with the sides swapped ("A smaller than B" = "B larger than A").

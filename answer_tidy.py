@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from pathlib import PurePath
 
+from answer_check import YES_NO, denying_yes
 from grounding import CITATION, MIN_SENTENCE_WORDS, sentence_spans, split_sentences
 from llm_handler import REFUSAL
 from markdown_code import closing_fence
@@ -119,7 +120,8 @@ _POINTER_LEAD = (
 )
 # "… on page 2 of [1]", "… in [2] on page 3": the place, which the citation shows already (seen in the browser).
 _PLACE = r"(?:page|pages|lines?|p\.)\s*\d+(?:\s*(?:[-–,]|and|to)\s*\d+)*"
-_PLACE_OF = rf"(?:{_PLACE}\s+(?:of|in)\s+(?:the\s+)?)?"
+# "… on page [1]", "… in lines [2]": the place named by the citation alone (seen with a real document).
+_PLACE_OF = rf"(?:{_PLACE}\s+(?:of|in)\s+(?:the\s+)?|(?:page|pages|lines?)\s+(?=\[\d))?"
 _AT_PLACE = rf"(?:,?\s+(?:on|at|in)\s+{_PLACE})?"
 # "This can be found in the [notes.docx] file, under the "Settings" section.", "… in the [1] passage under
 # "Invalid values"." (seen in the browser): the model names the passage by its file or number, and the part
@@ -131,7 +133,8 @@ _PART = (
 )
 # "…, which explains where docqa reads settings from": what the file is about, not a claim of the answer.
 _ABOUT_FILE = r"(?:,\s+(?:which|that|where)\s+[^.\[\]\n]{1,200})?"
-_FILE_NAME = r"[\[`'\"]?(?P<name>[\w .()-]{1,80}\.\w{1,5})[\]`'\"]?(?:\s+(?:file|document))?"
+# "[notes.docx]", "`notes.docx` file", and the passage's label copied in brackets, "[dgram.md, lines 872-889]" (seen).
+_FILE_NAME = rf"[\[`'\"]?(?P<name>[\w .()-]{{1,80}}\.\w{{1,5}})(?P<place>,\s*{_PLACE})?[\]`'\"]?(?:\s+(?:file|document))?"
 # "This is stated in passage [2] on page 4 of the notes.docx file, which lists …", "… in the [3] passage on
 # page 1 of the user guide": the number, the page and the file at once (seen in the browser, where the page
 # and the file were another passage's). The citation is what it points at: the checks judge the claim it goes to.
@@ -145,24 +148,26 @@ _POINTER = re.compile(
     re.IGNORECASE,
 )
 _FILE_POINTER = re.compile(
-    _POINTER_LEAD + _PLACE_OF + _FILE_NAME + _AT_PLACE + _PART
+    _POINTER_LEAD + _PLACE_OF + r"(?:(?:passage|document|source)\s+(?:from|in|at)\s+)?" + _FILE_NAME + _AT_PLACE + _PART
     + _ABOUT_FILE + r"\s*" + _CITES + r"?\s*[.!]?$",
     re.IGNORECASE,
 )
 
 
-def fold_pointer_sentences(text: str, sources: Sequence[str] = ()) -> tuple[str, bool]:
+def fold_pointer_sentences(text: str, sources: Sequence[str] = (), labels: Sequence[str] = ()) -> tuple[str, bool]:
     """A sentence that only says where the answer is ("This is mentioned in [3].", "This can be
     found in the [notes.docx] file.") becomes the citation of the sentence before it: it claims
     nothing a passage could back, so the grounding check marked it unsupported beside a right
     answer (Qwen 1.5B adds one often). `sources` are the passages' files, in passage order, to
-    turn a file name into the numbers of its passages; a name no passage has stays a sentence."""
+    turn a file name into the numbers of its passages; a name no passage has stays a sentence.
+    `labels` are the passages' labels as the prompt showed them ("dgram.md, lines 872-889"): a
+    label copied whole names its one passage, where its file name alone would name them all."""
     if "```" in text:
         return text, False
     out, copied, folded = "", 0, False
     for start, stop in (span for span in sentence_spans(text) if span):  # split_sentences' pieces: always found
         piece = text[start:stop].strip()
-        numbers = _pointed_at(piece, sources)
+        numbers = _pointed_at(piece, sources, labels)
         if folded and not CITATION.sub("", piece).strip(" ,.;"):
             numbers = CITATION.findall(piece)  # "… section. [1][3]": the pointer's own citations, split off
         folded = bool(numbers and out.strip())
@@ -175,7 +180,7 @@ def fold_pointer_sentences(text: str, sources: Sequence[str] = ()) -> tuple[str,
     return (out.strip(), True) if out != text else (text, False)
 
 
-def _pointed_at(sentence: str, sources: Sequence[str]) -> list[str]:
+def _pointed_at(sentence: str, sources: Sequence[str], labels: Sequence[str] = ()) -> list[str]:
     """The passage numbers a pointer sentence names; [] when it is not one."""
     match = _POINTER.match(sentence)
     if match:
@@ -184,6 +189,11 @@ def _pointed_at(sentence: str, sources: Sequence[str]) -> list[str]:
     if not match:
         return []
     name = match.group("name").strip().lower()
+    if match.group("place"):
+        label = " ".join(f"{name}{match.group('place')}".lower().split())
+        exact = [str(i) for i, text in enumerate(labels, start=1) if " ".join(text.lower().split()) == label]
+        if exact:
+            return exact
     return [str(i) for i, source in enumerate(sources, start=1) if PurePath(source).name.lower() == name or source.lower() == name]
 
 
@@ -314,13 +324,41 @@ def cut_echo(text: str, passages: list[str]) -> tuple[str, str | None]:
     if start is None:
         return text, None
     head = text[:start].rstrip()
+    if re.match(r"[ \t]*\n?[ \t]*[a-z]", text[len(head) : start + 40]):  # the copy goes on with the head's last sentence
+        head = _whole_sentences(head)
     if not re.search(r"\w{2,}", CITATION.sub("", head)):
         return text, PASSAGE_COPIED
     return head, "copied passage text cut"
 
 
+def _whole_sentences(head: str) -> str:
+    """The text before a copy that runs on from its last line in lower case, without that unfinished
+    last sentence. Seen with a real document: the model copied a passage across a line break, the
+    copy was cut at the break, and "… the use of a utility such as sudo to gain [1]" was shown as
+    the answer's end."""
+    if not head or _ENDS_CLEANLY.search(CITATION.sub("", head).rstrip()):
+        return head
+    last = split_sentences(head)[-1]
+    cut = head.rfind(last)
+    return _drop_from(head, cut, head[:cut]) if cut > 0 else ""
+
+
+def drop_denied_yes(text: str, question: str) -> tuple[str, bool]:
+    """The answer without a "Yes" that its own sentence then denies (answer_check.denying_yes):
+    "Should web content be owned by www-data?" got "Yes, web content should not be owned by
+    www-data." The sentence after it is the passage's claim, which the checks then read; the "Yes"
+    is the model echoing the question's form. Set aside instead, the quote left standing was the
+    next sentence of the passage, "Data written out by web servers will be owned by www-data",
+    which reads as yes."""
+    opening = YES_NO.match(text)
+    if opening is None or not denying_yes(split_sentences(text)[0], question):
+        return text, False
+    rest = text[opening.end() :]
+    return rest[:1].upper() + rest[1:], True
+
+
 def tidy_answer(
-    text: str, question: str, passages: list[str], hit_limit: bool, sources: Sequence[str] = ()
+    text: str, question: str, passages: list[str], hit_limit: bool, sources: Sequence[str] = (), labels: Sequence[str] = ()
 ) -> tuple[str, list[str]]:
     """The answer with loops cut, copied passage labels and unasked-for code removed and a cut-off end marked; and what was done."""
     done: list[str] = []
@@ -334,7 +372,10 @@ def tidy_answer(
     if echo:
         done.append(echo)
         hit_limit = hit_limit and echo == PASSAGE_COPIED  # what is left ends where the model stopped answering
-    text, pointed = fold_pointer_sentences(text, sources)
+    text, denied = drop_denied_yes(text, question)
+    if denied:
+        done.append("a “Yes” its sentence denies dropped")
+    text, pointed = fold_pointer_sentences(text, sources, labels)
     if pointed:
         done.append("pointer sentence folded into a citation")
     text, lone = join_lone_citation(text)

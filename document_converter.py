@@ -26,7 +26,7 @@ from text_formats import convert_docx_to_markdown, convert_text_to_markdown
 log = logging.getLogger(__name__)
 
 # Bump when conversion output changes, so cached conversions are redone.
-CONVERTER_VERSION = 3
+CONVERTER_VERSION = 4
 
 MARKDOWN_EXTENSIONS = {".md", ".markdown", ".mdx", ".rst"}
 TEXT_EXTENSIONS = {

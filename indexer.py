@@ -39,6 +39,18 @@ EMBED_SLICE = 128
 """Chunks embedded per call: small enough that progress moves during a big file, large enough to batch."""
 
 
+_CHANGED = {
+    "converter": "the way this docqa version reads files",
+    "chunk_size": "CHUNK_SIZE",
+    "chunk_overlap": "CHUNK_OVERLAP",
+    "code_chunk_size": "CODE_CHUNK_SIZE",
+    "separators": "CHUNK_SEPARATORS",
+    "low_info": "the junk-text limits",
+    "collection": "the embedding model",
+}
+"""What a changed part of Indexer.signature is called in the log line that says why everything is indexed again."""
+
+
 @dataclass(frozen=True)
 class SyncStep:
     """Where a running sync is, for whoever shows its progress; a new one at each step.
@@ -263,7 +275,8 @@ class Indexer:
         s = self.settings
         signature = self.signature()
         if self.manifest.signature and self.manifest.signature != signature and not reindex:
-            log.info("Chunking settings or embedding model changed; rebuilding the index")
+            changed = [_CHANGED.get(k, k) for k in signature if self.manifest.signature.get(k) != signature[k]]
+            log.info("Rebuilding the index: %s changed since it was built", ", ".join(changed) or "its settings")
             reindex = True
         if reindex:
             self._reset()

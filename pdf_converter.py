@@ -70,7 +70,27 @@ def convert_pdf_to_markdown(path: Path, source: str, ocr: OcrReader | None = Non
 
 def _label(label: str | None, number: int) -> str | None:
     """The printed page label worth keeping: one that is not just the page's number."""
+    label = _decoded(label) if label else label
     return label if label and label != str(number) else None
+
+
+_HEX_STRING = re.compile(r"<([0-9A-Fa-f\s]+)>")
+
+
+def _decoded(label: str) -> str:
+    """The label as printed. PyMuPDF hands a label prefix stored as a PDF hex string back undecoded
+    when the label has no numbering style: citations read "page <FEFF00310036>" for page "16"
+    (seen in a PDF made from DocBook). UTF-16 with its byte-order mark, else PDFDocEncoding,
+    which is Latin-1 for every printable ASCII character."""
+
+    def text(match: re.Match[str]) -> str:
+        digits = "".join(match.group(1).split())
+        data = bytes.fromhex(digits + "0" * (len(digits) % 2))  # an odd last digit is followed by 0 (PDF 7.3.4.3)
+        if data.startswith(b"\xfe\xff"):
+            return data[2:].decode("utf-16-be", "replace")
+        return data.decode("latin-1")
+
+    return _HEX_STRING.sub(text, label)
 
 
 # ---------------------------------------------------------------- reading a page

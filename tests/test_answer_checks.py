@@ -208,6 +208,27 @@ def test_a_yes_on_a_word_of_the_question_no_passage_uses_is_flagged():
     assert judge(colleagues, None, [faq], "Can my colleagues reach it?").shown, "the question's own subject word may be repeated"
 
 
+def test_a_yes_that_denies_what_was_asked_is_dropped_and_its_claim_kept():
+    """Seen with a real document (Debian's users-and-groups.html): "Should web content be owned by www-data?"
+    got "Yes, web content should not be owned by www-data." The claim matches the passage; its "Yes" does not. Set
+    aside, the quote left standing was the passage's next sentence, "Data written out by web servers will be owned by www-data"."""
+    from answer_check import denying_yes
+
+    policy = "Some web servers run as www-data. Web content should not be owned by this user, or a compromised web server would be able to rewrite a web site."
+    question = "Should web content be owned by www-data?"
+    text, done = tidy_answer("Yes, web content should not be owned by www-data [1].", question, [policy], False)
+    assert text == "Web content should not be owned by www-data [1]." and done == ["a “Yes” its sentence denies dropped"]
+    assert judge(text, None, [policy], question, done).shown
+    assert tidy_answer("No, web content should not be owned by www-data [1].", question, [policy], False)[1] == []
+    assert denying_yes("Yes, web content should not be owned by www-data [1].", question) == ["says “Yes” and then “should not”"]
+    assert denying_yes("Yes, level 0 does not compress the data.", "Does compression level 0 compress the data?")
+    assert denying_yes("Yes, you cannot add a scanned PDF.", "Can I add a scanned PDF that has no text in it?"), "a negation elsewhere in the question"
+    assert denying_yes("Yes, but you cannot use a safetensors file.", "Can I use a GGUF file?") == [], "a second claim after “but”"
+    assert denying_yes("Yes, it is not only faster but smaller.", "Is it faster?") == []
+    assert denying_yes("Yes, it is not safe.", "Is it not safe?") == [], "a negated question has no plain yes"
+    assert denying_yes("Yes, files are read, and files that are not text are skipped.", "Are files read?") == [], "denies nothing asked"
+
+
 def test_a_comparison_with_its_sides_swapped_is_flagged():
     """Seen in the browser: "CHUNK_SIZE … must be at least 200 but smaller than CHUNK_OVERLAP" beside the
     reference's "CHUNK_OVERLAP must be at least 0 and smaller than CHUNK_SIZE": the same words, so no other check saw it."""
@@ -272,6 +293,15 @@ def test_a_pointer_naming_its_passage_page_and_file_becomes_the_citation():
     assert fold_pointer_sentences("Both are required. This is from [1].")[0] == "Both are required [1]."
     for claim in ("It is smaller. This is stated in [1] under certain conditions.", "The date. It is from 1998 [1]."):
         assert fold_pointer_sentences(claim) == (claim, False), "a condition or a fact after the citation is a claim"
+    # Seen with real documents (bench/system_docs.py): a page with no number, a part of the passage named before its
+    # page, and the passage's label copied in brackets.
+    assert fold_pointer_sentences("The default weight is 50. This can be found on page [1].")[0] == "The default weight is 50 [1]."
+    sources, labels = ["dgram.md", "dgram.md", "dgram.md"], ["dgram.md, lines 310-335", "dgram.md, lines 872-889", "dgram.md, lines 1-20"]
+    label = "The default is 1. This can be found in the passage from [dgram.md, lines 872-889]. [2]"
+    assert fold_pointer_sentences(label, sources, labels)[0] == "The default is 1 [2].", "the label names one passage of the file"
+    assert fold_pointer_sentences("The default is 1. It is stated in [dgram.md].", sources)[0] == "The default is 1 [1][2][3]."
+    for claim in ("It is 50. This is stated in the globs2 file on page 7 of [1].", "It is 50. The page [1] lists it."):
+        assert fold_pointer_sentences(claim) == (claim, False), "a part of its own, or a page doing something, is a claim"
 
 
 SETUP = (
@@ -475,6 +505,30 @@ def test_a_copied_worked_example_with_short_lines_is_cut():
     answer = f"The // operator divides two numbers and rounds down to an integer.\n{copied} [1]"
     text, done = tidy_answer(answer, "What does the // operator do?", [passage], True)
     assert text == "The // operator divides two numbers and rounds down to an integer." and "copied passage text cut" in done
+
+
+def test_a_copy_that_runs_on_from_the_answer_s_last_sentence_takes_that_sentence_with_it():
+    """Seen with Debian's users-and-groups.html: the model copied a passage across a line break, the copy was cut
+    at the break, and "… such as **sudo** to gain [1]" was shown as the answer's end."""
+    passage = (
+        "operator\n:   Historically, the operator user account was used by system\n    operators with low privilege to dump "
+        "filesystem backups to tape,\n    and was in the root group so that it could do this. In Debian,\n    the use of a "
+        "utility such as **sudo** to gain\n    privilege is preferred over such highly-special-purpose\n    accounts, and "
+        "the operator user is no longer created by default.\n    It had uid 37.\n\n    The operator group is used by "
+        "**dump -n** to\n    notify logged-in operators via **wall** when it\n    requires operator attention. This is a "
+        "historical use, and new\n    applications should not behave this way. (If nothing else, the\n    group should be configurable.)"
+    )
+    first = "The operator user account was used by system operators to dump filesystem backups to tape."
+    answer = (
+        f"{first} In Debian, the use of a utility such as **sudo** to gain\n"
+        "privilege is preferred over such highly-special-purpose accounts, and the operator user is no longer created by default.\n"
+        "The operator group is used by **dump -n** to notify logged-in operators via **wall** when it requires operator attention. "
+        "This is a historical use, and new applications should not behave this way. (If nothing else, the\ngroup should be configurable.) [1]"
+    )
+    text, done = tidy_answer(answer, "What uid did the operator user have?", [passage], False)
+    assert text == first and "copied passage text cut" in done
+    lone = answer.removeprefix(f"{first} ")
+    assert tidy_answer(lone, "What uid did the operator user have?", [passage], False)[1] == ["passage copied"]
 
 
 def test_a_python_prompt_in_a_quote_is_not_a_nested_quote():

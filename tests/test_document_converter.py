@@ -127,6 +127,21 @@ def test_pdf_pages_keep_the_label_the_book_prints(tmp_path):
     assert [(s.page, s.page_label) for s in plain.sections] == [(1, None), (2, None)], "a page's own number is no label"
 
 
+def test_pdf_labels_stored_as_hex_strings_are_decoded(tmp_path):
+    """A label prefix written as a PDF hex string (UTF-16 with its byte-order mark, or plain bytes)
+    reads as printed: it was cited as "page <FEFF00310036>" (a PDF made from DocBook)."""
+    import pymupdf
+
+    words = ["Globs map names to types.", "Magic rules read the first bytes.", "Aliases name a type twice.", "Icons show the type."]
+    path = make_pdf(tmp_path / "spec.pdf", [[(text, 11)] for text in words])
+    pdf = pymupdf.open(path)
+    pdf.xref_set_key(pdf.pdf_catalog(), "PageLabels", "<</Nums[0<</P<FEFF0031>>>1<</P<FEFF0041002D0032>>>2<</P<412D33>>>3<</P<FEFF0034>>>]>>")
+    pdf.saveIncr()
+    pdf.close()
+    doc = convert_document(path, "spec.pdf")
+    assert [(s.page, s.page_label) for s in doc.sections] == [(1, None), (2, "A-2"), (3, "A-3"), (4, None)]
+
+
 def test_generated_pdf_large_lines_become_headings(tmp_path):
     body = "The machine heats water to ninety three degrees before pulling a shot of espresso."
     pages = [

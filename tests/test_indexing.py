@@ -270,13 +270,15 @@ def test_reindex_rebuilds_everything(rag):
     assert_consistent(rag)
 
 
-def test_changed_chunk_size_rebuilds_the_index(open_rag, docs):
+def test_changed_chunk_size_rebuilds_the_index(open_rag, docs, caplog):
     first = open_rag(chunk_size=300, chunk_overlap=50)
     first.index()
     old = assert_consistent(first)
     first.close()
     second = open_rag(chunk_size=120, chunk_overlap=20)
-    report = second.index()
+    with caplog.at_level("INFO", logger="indexer"):
+        report = second.index()
+    assert "Rebuilding the index: CHUNK_SIZE, CHUNK_OVERLAP changed since it was built" in caplog.text, "the log says why"
     new = assert_consistent(second)
     assert sorted(report.added) == sorted(FILES)
     assert report.chunks_embedded == len(new) > len(old)  # every chunk embedded again, none left over
