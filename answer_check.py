@@ -248,11 +248,13 @@ def denying_yes(claim: str, question: str) -> list[str]:
     """A "Yes" whose own sentence then denies what the question asks, with the question's own verb:
     "Should web content be owned by www-data?" answered "Yes, web content should not be owned by
     www-data." (seen with a real document). The verdict and the claim contradict each other; the
-    claim is the passages' words, which the other checks read (answer_tidy drops the "Yes"). Only a denial of what was asked counts: the words after it
-    must share one with the question ("Yes, the file is read, and files that are not text are
-    skipped" denies nothing asked). A denial after "but", "except" or "only" is another claim
-    beside the "Yes" ("Yes, but you cannot …"), and a negated question ("Shouldn't …?") has no
-    plain yes, so neither counts; "not only" adds, it does not deny."""
+    claim is the passages' words, which the other checks read (answer_tidy drops the "Yes").
+
+    Only a denial of what was asked counts: the words after it must share one with the question
+    ("Yes, the file is read, and files that are not text are skipped" denies nothing asked). A
+    denial after "but", "except" or "only" is another claim beside the "Yes" ("Yes, but you cannot
+    …"), and a negated question ("Shouldn't …?") has no plain yes, so neither counts; "not only"
+    adds, it does not deny."""
     opening = YES_NO.match(CITATION.sub(" ", claim))
     asked = _ASKS_YES_NO.match(question)
     if opening is None or opening.group(1).lower() != "yes" or asked is None or _ASKED_NEGATED.search(question):

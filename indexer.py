@@ -45,7 +45,7 @@ _CHANGED = {
     "chunk_overlap": "CHUNK_OVERLAP",
     "code_chunk_size": "CODE_CHUNK_SIZE",
     "separators": "CHUNK_SEPARATORS",
-    "low_info": "the junk-text limits",
+    "low_info": "LOW_INFO_MAX_COMPRESSION or LOW_INFO_MAX_WORDLESS",
     "collection": "the embedding model",
 }
 """What a changed part of Indexer.signature is called in the log line that says why everything is indexed again."""
