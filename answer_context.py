@@ -143,13 +143,17 @@ def _quote_window(texts: Sequence[str], i: int) -> str:
     if window[0].startswith("|"):  # a table row is quoted alone: the next rows are other settings
         return window[0]
     for following in texts[i + 1 :]:
-        if sum(len(t) for t in window) >= QUOTE_CHARS or following.lstrip().startswith("#"):
+        if sum(len(t) for t in window) >= QUOTE_CHARS or following.lstrip().startswith("#") or _DEFINED_TERM.match(following):
             break
         window.append(following.strip())
     return "\n".join(window) if any(_CODE_LINE.match(t) for t in window[1:]) else " ".join(window)
 
 
 _CODE_LINE = re.compile(r"^(\$ |>>> |[a-z_][\w.-]* [\w.-]+$|`)")
+_DEFINED_TERM = re.compile(r"\s*[^\n:]{1,60}\n[ \t]*:[ \t]")
+"""The next entry of a definition list ("backup\n:   Presumably so …", as HTML's <dl> converts): another
+term's text, where a quote stops as it does at a heading. Seen with Debian's users-and-groups.html: the
+quote about www-data ran on into the entry for the backup user."""
 
 
 def select_quotes(sentences: PassageSentences, scores: Sequence[np.ndarray], most: int = 2) -> list[Quote]:

@@ -129,7 +129,7 @@ _AT_PLACE = rf"(?:,?\s+(?:on|at|in)\s+{_PLACE})?"
 _SECTION = r"\s+(?:section|chapter|table|heading|part)"
 _PART = (
     r"(?:,?\s+(?:under|in)\s+(?:the\s+)?(?:[\"“'`][^\"”'`.\[\]\n]{1,60}[\"”'`](?:" + _SECTION + r")?"
-    r"|[^\"”'`.\[\]\n]{1,60}" + _SECTION + r"))?"
+    r"|[^\"”'`.\[\]\n]{1,60}" + _SECTION + r"|(?:section|chapter|part|table)\s+\d+(?:\.\d+)*))?"  # "under section 2.4" (seen)
 )
 # "…, which explains where docqa reads settings from": what the file is about, not a claim of the answer.
 _ABOUT_FILE = r"(?:,\s+(?:which|that|where)\s+[^.\[\]\n]{1,200})?"

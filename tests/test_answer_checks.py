@@ -300,6 +300,8 @@ def test_a_pointer_naming_its_passage_page_and_file_becomes_the_citation():
     label = "The default is 1. This can be found in the passage from [dgram.md, lines 872-889]. [2]"
     assert fold_pointer_sentences(label, sources, labels)[0] == "The default is 1 [2].", "the label names one passage of the file"
     assert fold_pointer_sentences("The default is 1. It is stated in [dgram.md].", sources)[0] == "The default is 1 [1][2][3]."
+    numbered = "It is 50. This can be found on page [1] of the shared-mime-info-spec.pdf, under section 2.4."
+    assert fold_pointer_sentences(numbered, ["shared-mime-info-spec.pdf"])[0] == "It is 50 [1].", "seen in the browser"
     for claim in ("It is 50. This is stated in the globs2 file on page 7 of [1].", "It is 50. The page [1] lists it."):
         assert fold_pointer_sentences(claim) == (claim, False), "a part of its own, or a page doing something, is a claim"
 
@@ -529,6 +531,20 @@ def test_a_copy_that_runs_on_from_the_answer_s_last_sentence_takes_that_sentence
     assert text == first and "copied passage text cut" in done
     lone = answer.removeprefix(f"{first} ")
     assert tidy_answer(lone, "What uid did the operator user have?", [passage], False)[1] == ["passage copied"]
+
+
+def test_a_quote_stops_at_the_next_entry_of_a_definition_list():
+    """Seen in the browser with Debian's users-and-groups.html (HTML's <dl> becomes "term\\n:   text"): the quote
+    about www-data ran on into the entry for the backup user."""
+    from answer_context import _quote_window
+
+    texts = [
+        "Some web servers run as www-data.",
+        "Data written out\nby web servers will be owned by www-data.",
+        "backup\n:   Presumably so backup/restore responsibilities can be locally\n    delegated to someone without full root permissions?",
+    ]
+    assert _quote_window(texts, 0) == "Some web servers run as www-data. Data written out\nby web servers will be owned by www-data."
+    assert _quote_window(["Note: this runs on.", "So does this."], 0) == "Note: this runs on. So does this.", "a colon in a line is no entry"
 
 
 def test_a_python_prompt_in_a_quote_is_not_a_nested_quote():
