@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from pathlib import PurePath
 
-from answer_check import YES_NO, denying_yes
+from answer_check import YES_NO, Place, denying_yes
 from grounding import CITATION, MIN_SENTENCE_WORDS, sentence_spans, split_sentences
 from llm_handler import REFUSAL
 from markdown_code import closing_fence
@@ -154,20 +153,20 @@ _FILE_POINTER = re.compile(
 )
 
 
-def fold_pointer_sentences(text: str, sources: Sequence[str] = (), labels: Sequence[str] = ()) -> tuple[str, bool]:
+def fold_pointer_sentences(text: str, labels: Sequence[str] = ()) -> tuple[str, bool]:
     """A sentence that only says where the answer is ("This is mentioned in [3].", "This can be
     found in the [notes.docx] file.") becomes the citation of the sentence before it: it claims
     nothing a passage could back, so the grounding check marked it unsupported beside a right
-    answer (Qwen 1.5B adds one often). `sources` are the passages' files, in passage order, to
-    turn a file name into the numbers of its passages; a name no passage has stays a sentence.
-    `labels` are the passages' labels as the prompt showed them ("dgram.md, lines 872-889"): a
-    label copied whole names its one passage, where its file name alone would name them all."""
+    answer (Qwen 1.5B adds one often). `labels` are the passages' labels as the prompt showed
+    them, in passage order ("dgram.md, lines 872-889", or the file alone): a file name turns into
+    the numbers of its passages, and a label copied whole into its one passage; a name no passage
+    has stays a sentence."""
     if "```" in text:
         return text, False
     out, copied, folded = "", 0, False
     for start, stop in (span for span in sentence_spans(text) if span):  # split_sentences' pieces: always found
         piece = text[start:stop].strip()
-        numbers = _pointed_at(piece, sources, labels)
+        numbers = _pointed_at(piece, labels)
         if folded and not CITATION.sub("", piece).strip(" ,.;"):
             numbers = CITATION.findall(piece)  # "… section. [1][3]": the pointer's own citations, split off
         folded = bool(numbers and out.strip())
@@ -180,7 +179,7 @@ def fold_pointer_sentences(text: str, sources: Sequence[str] = (), labels: Seque
     return (out.strip(), True) if out != text else (text, False)
 
 
-def _pointed_at(sentence: str, sources: Sequence[str], labels: Sequence[str] = ()) -> list[str]:
+def _pointed_at(sentence: str, labels: Sequence[str]) -> list[str]:
     """The passage numbers a pointer sentence names; [] when it is not one."""
     match = _POINTER.match(sentence)
     if match:
@@ -194,7 +193,7 @@ def _pointed_at(sentence: str, sources: Sequence[str], labels: Sequence[str] = (
         exact = [str(i) for i, text in enumerate(labels, start=1) if " ".join(text.lower().split()) == label]
         if exact:
             return exact
-    return [str(i) for i, source in enumerate(sources, start=1) if PurePath(source).name.lower() == name or source.lower() == name]
+    return [str(i) for i, text in enumerate(labels, start=1) if Place.of(text).file == name]
 
 
 def _cite_at_end(text: str, numbers: list[str]) -> str:
@@ -358,7 +357,7 @@ def drop_denied_yes(text: str, question: str) -> tuple[str, bool]:
 
 
 def tidy_answer(
-    text: str, question: str, passages: list[str], hit_limit: bool, sources: Sequence[str] = (), labels: Sequence[str] = ()
+    text: str, question: str, passages: list[str], hit_limit: bool, labels: Sequence[str] = ()
 ) -> tuple[str, list[str]]:
     """The answer with loops cut, copied passage labels and unasked-for code removed and a cut-off end marked; and what was done."""
     done: list[str] = []
@@ -375,7 +374,7 @@ def tidy_answer(
     text, denied = drop_denied_yes(text, question)
     if denied:
         done.append("a “Yes” its sentence denies dropped")
-    text, pointed = fold_pointer_sentences(text, sources, labels)
+    text, pointed = fold_pointer_sentences(text, labels)
     if pointed:
         done.append("pointer sentence folded into a citation")
     text, lone = join_lone_citation(text)

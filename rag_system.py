@@ -394,8 +394,7 @@ class RAGSystem:
         if answer.error:
             return
         answer.text, tidied = tidy_answer(
-            answer.text, question, [p.text for p in answer.passages], hit_limit, [p.source for p in answer.passages],
-            [p.label for p in answer.passages],
+            answer.text, question, [p.text for p in answer.passages], hit_limit, [p.label for p in answer.passages]
         )
         if repeats_earlier(answer.text, [m.get("content", "") for m in history if m.get("role") == "assistant"]):
             tidied.append(REPEATED_EARLIER)  # the last answer copied for a follow-up: set aside in _judge,

@@ -296,10 +296,10 @@ def test_a_pointer_naming_its_passage_page_and_file_becomes_the_citation():
     # Seen with real documents (bench/system_docs.py): a page with no number, a part of the passage named before its
     # page, and the passage's label copied in brackets.
     assert fold_pointer_sentences("The default weight is 50. This can be found on page [1].")[0] == "The default weight is 50 [1]."
-    sources, labels = ["dgram.md", "dgram.md", "dgram.md"], ["dgram.md, lines 310-335", "dgram.md, lines 872-889", "dgram.md, lines 1-20"]
+    labels = ["dgram.md, lines 310-335", "dgram.md, lines 872-889", "docs/dgram.md, lines 1-20"]
     label = "The default is 1. This can be found in the passage from [dgram.md, lines 872-889]. [2]"
-    assert fold_pointer_sentences(label, sources, labels)[0] == "The default is 1 [2].", "the label names one passage of the file"
-    assert fold_pointer_sentences("The default is 1. It is stated in [dgram.md].", sources)[0] == "The default is 1 [1][2][3]."
+    assert fold_pointer_sentences(label, labels)[0] == "The default is 1 [2].", "the label names one passage of the file"
+    assert fold_pointer_sentences("The default is 1. It is stated in [dgram.md].", labels)[0] == "The default is 1 [1][2][3]."
     numbered = "It is 50. This can be found on page [1] of the shared-mime-info-spec.pdf, under section 2.4."
     assert fold_pointer_sentences(numbered, ["shared-mime-info-spec.pdf"])[0] == "It is 50 [1].", "seen in the browser"
     for claim in ("It is 50. This is stated in the globs2 file on page 7 of [1].", "It is 50. The page [1] lists it."):
@@ -604,23 +604,23 @@ def test_a_sentence_that_only_says_where_the_answer_is_becomes_a_citation():
 def test_a_sentence_naming_the_file_of_the_answer_becomes_that_passages_citation():
     from answer_tidy import fold_pointer_sentences
 
-    sources = ["guide.md", "docs/settings.docx", "docs/settings.docx"]
-    text, done = tidy_answer("Chunks are 1000 characters. This can be found in the [settings.docx] file.", "Size?", ["", "", ""], False, sources)
+    labels = ["guide.md, Setup", "docs/settings.docx, Configuration variables", "docs/settings.docx"]
+    text, done = tidy_answer("Chunks are 1000 characters. This can be found in the [settings.docx] file.", "Size?", ["", "", ""], False, labels)
     assert text == "Chunks are 1000 characters [2][3]." and "pointer sentence folded into a citation" in done
-    assert fold_pointer_sentences("It is 1000 [2]. This is described in settings.docx.", sources)[0] == "It is 1000 [2][3]."
+    assert fold_pointer_sentences("It is 1000 [2]. This is described in settings.docx.", labels)[0] == "It is 1000 [2][3]."
     seen = 'It is 1000 characters. This can be found in the [settings.docx] file, under the "Configuration variables" section. [1]'
-    assert fold_pointer_sentences(seen, sources)[0] == "It is 1000 characters [2][3][1].", "seen in the browser, with its own citation after it"
+    assert fold_pointer_sentences(seen, labels)[0] == "It is 1000 characters [2][3][1].", "seen in the browser, with its own citation after it"
     assert fold_pointer_sentences("It listens on 127.0.0.1. This answer comes from [1].")[0] == "It listens on 127.0.0.1 [1]."
     assert fold_pointer_sentences("It is 5. The passage comes from [1].")[0] == "It is 5 [1].", "fu-10, in a chat"
     described = (
         "The default chunk size is 1000 characters per chunk. This can be found in the [settings.docx] file, which explains "
         "where docqa reads settings from and lists the settings most people change. [1][3]"
     )  # seen in the browser: what the file is about adds nothing to the answer
-    assert fold_pointer_sentences(described, sources)[0] == "The default chunk size is 1000 characters per chunk [2][3][1]."
+    assert fold_pointer_sentences(described, labels)[0] == "The default chunk size is 1000 characters per chunk [2][3][1]."
     on_page = "To open it, go to http://127.0.0.1:7860. This is mentioned on page 2 of [settings.docx]. [1]"
-    assert fold_pointer_sentences(on_page, sources)[0] == "To open it, go to http://127.0.0.1:7860 [2][3][1]."
+    assert fold_pointer_sentences(on_page, labels)[0] == "To open it, go to http://127.0.0.1:7860 [2][3][1]."
     unknown = "It is 1000 [2]. This can be found in the [other.docx] file."
-    assert fold_pointer_sentences(unknown, sources) == (unknown, False), "a file no passage comes from is not a citation"
+    assert fold_pointer_sentences(unknown, labels) == (unknown, False), "a file no passage comes from is not a citation"
 
 
 def test_a_lead_in_the_model_never_followed_is_dropped_or_sets_the_answer_aside():
