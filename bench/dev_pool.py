@@ -58,11 +58,11 @@ class Document:
 
 
 DOCUMENTS = (
-    Document("bzip2-manual.pdf", "bzip2", ("/usr/share/doc/bzip2/manual.pdf.gz",), "pdf", "tune", "gunzip"),
+    Document("bzip2-manual.pdf", "bzip2-doc", ("/usr/share/doc/bzip2/manual.pdf.gz",), "pdf", "tune", "gunzip"),
     Document("ninja-manual.html", "ninja-build", ("/usr/share/doc/ninja-build/manual.html",), "html", "tune"),
     Document("BUILDING.md", "nodejs", ("/usr/share/doc/nodejs/BUILDING.md",), "markdown", "tune"),
-    Document("triggers.txt", "dpkg", ("/usr/share/doc/dpkg/spec/triggers.txt",), "text", "tune"),
-    Document("python-policy.docx", "python3", ("/usr/share/doc/python3/python-policy.html",), "docx", "tune", "pandoc-docx"),
+    Document("triggers.txt", "dpkg-dev", ("/usr/share/doc/dpkg/spec/triggers.txt",), "text", "tune"),
+    Document("python-policy.docx", "python3-dev", ("/usr/share/doc/python3/python-policy.html",), "docx", "tune", "pandoc-docx"),
     Document("shlex.py", "libpython3.11-stdlib", ("/usr/lib/python3.11/shlex.py",), "code", "tune"),
     Document(
         "distro-info.xlsx", "distro-info-data",
@@ -200,15 +200,21 @@ def shape_failures(items: list[dict[str, Any]]) -> list[str]:
 
 
 def text_failures(items: list[dict[str, Any]], texts: dict[str, str]) -> list[str]:
-    """Each answerable question's snippet and must_contain strings must stand in its document's indexed text."""
+    """Each answerable question's snippet and must_contain strings must stand in its document's indexed text
+    (case-insensitive, whitespace-normalised). The snippet must also stand there with its own line breaks:
+    `eval --qa` finds the right passage by that exact (lowercased) phrase, so a snippet that only matches
+    once whitespace is normalised would score every retrieval of it a miss."""
     failures = []
     for it in items:
         if it.get("kind") == "unanswerable" or it.get("source") not in texts:
             continue
-        flat = texts[it["source"]]
+        raw = texts[it["source"]]
+        flat = _flat(raw)
         for wanted in [it["text"], *it["must_contain"]]:
             if _flat(wanted) not in flat:
                 failures.append(f"{it['id']}: {wanted!r} is not in {it['source']}")
+        if _flat(it["text"]) in flat and it["text"].lower() not in raw:
+            failures.append(f"{it['id']}: {it['text']!r} is in {it['source']} only with other line breaks or spacing")
     return failures
 
 
@@ -217,7 +223,7 @@ def verify(items: list[dict[str, Any]], documents: list[Document], out: Path) ->
     from document_converter import convert_document
 
     build(documents, out)
-    texts = {d.name: _flat(convert_document(out / d.name, d.name).markdown) for d in documents}
+    texts = {d.name: convert_document(out / d.name, d.name).markdown.lower() for d in documents}
     return shape_failures(items) + text_failures(items, texts)
 
 
