@@ -127,18 +127,27 @@ def csv_to_xlsx(tables: list[Path], target: Path) -> None:
 
 
 _LINK = re.compile(r"\[([^\]]+)\](?:\[[^\]]*\]|\([^)]*\))")
+_ITEM = re.compile(r"^(?:[*-]|\d+\.) ")
 
 
 def slide_sections(markdown: str) -> list[tuple[str, list[str]]]:
-    """(heading, lines) for each section of a Markdown document; links read as their text, code marks and
-    emphasis dropped, comments, link definitions and the table of contents left out."""
+    """(heading, paragraphs) for each section of a Markdown document, as a slide shows them: wrapped lines
+    joined, each list item its own paragraph without its marker; links read as their text, code marks and
+    emphasis dropped; comments, link definitions and the table of contents left out."""
     sections: list[tuple[str, list[str]]] = []
+    joining = False  # the next line continues the last paragraph
     for line in markdown.splitlines():
         text = _LINK.sub(r"\1", line).replace("`", "").replace("**", "").strip()
         if line.startswith("#"):
             sections.append((text.lstrip("#").strip(), []))
-        elif text and sections and not text.startswith(("<!--", "[")) and not (text.startswith("* ") and "(#" in line):
-            sections[-1][1].append(text)
+            joining = False
+        elif not text or not sections or text.startswith(("<!--", "[")) or (text.startswith("* ") and "(#" in line):
+            joining = False
+        elif joining and not _ITEM.match(text):
+            sections[-1][1][-1] += " " + text
+        else:
+            sections[-1][1].append(_ITEM.sub("", text))
+            joining = True
     return [(heading, lines) for heading, lines in sections if lines or heading == sections[0][0]]
 
 
@@ -160,7 +169,7 @@ def markdown_to_pptx(source: Path, target: Path) -> None:
                 body.add_paragraph().text = line
     deck.core_properties.created = deck.core_properties.modified = datetime.fromisoformat(FIXED_TIME)
     deck.core_properties.last_modified_by = "dev_pool.py"
-    deck.save(target)
+    deck.save(str(target))
 
 
 def load(path: Path = QUESTIONS) -> list[dict[str, Any]]:
