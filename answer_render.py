@@ -336,10 +336,16 @@ def _quoted_lead(answer: AnswerView) -> str:
     return lead + "<span class='docqa-quotes-title'>Answer:</span>\n\n"
 
 
+def _indexing_lead(answer: AnswerView) -> str:
+    """Asked during a sync: the note that only part of the folder is indexed yet."""
+    note = getattr(answer, "indexing", None)
+    return f"<span class='docqa-indexing'>⏳ {literal_markdown(note)}</span>\n\n" if note else ""
+
+
 def answer_markdown(answer: AnswerView) -> str:
     """The answer as chat markdown: quotes first, citations linked, unsupported sentences marked, search shown."""
     body, marked = _marked_text(answer)
-    out = link_citations(_quoted_lead(answer) + (body or "…"), len(answer.passages))
+    out = link_citations(_indexing_lead(answer) + _quoted_lead(answer) + (body or "…"), len(answer.passages))
     set_aside = getattr(answer, "set_aside", None)
     if set_aside:
         out += (

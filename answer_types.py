@@ -54,6 +54,8 @@ class Answer:
     """How to get better answers than the model in use gives (the embedded model answered)."""
     tidied: list[str] = field(default_factory=list)
     """What was cut from the model's raw text: "repetition cut", "code removed", "cut off"."""
+    indexing: str | None = None
+    """Asked while a sync runs: that the answer uses only what is indexed so far, with files done of total."""
 
     def sources_json(self) -> list[dict[str, Any]]:
         return [passage_json(p) for p in self.passages]
@@ -78,6 +80,7 @@ class Answer:
             "notice": self.notice,
             "model_hint": self.model_hint,
             "tidied": self.tidied,
+            "indexing": self.indexing,
             "timings": {k: round(v, 4) for k, v in self.timings.items()},
         }
         if self.error:

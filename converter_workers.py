@@ -120,8 +120,11 @@ class ConverterPool:
     def __init__(
         self, workers: int = 0, timeout_s: float = 120.0, memory_mb: int = 2048, cache_dir: Path | None = None,
         convert_fn: Callable[..., tuple[str | None, str | None]] | None = None, ocr: OcrOptions | None = None,
+        wait_turn: Callable[[], None] | None = None,
     ) -> None:
         self.convert_fn = convert_fn or _convert
+        self.wait_turn = wait_turn
+        """Called before each file is handed to a worker; it blocks while the cores are wanted elsewhere (an answer)."""
         self.ocr = ocr
         self._beats: Path | None = None
         self.workers = worker_count(workers)
@@ -189,13 +192,17 @@ class ConverterPool:
             yield from self._run_parallel([job], None)
 
     def _run_parallel(self, pending: list[Job], suspects: list[Job] | None) -> Iterator[Result]:
-        while pending:
+        """Keep each worker busy with one file, handing out the next only when one is done.
+
+        Handing out one file at a time (not the whole list) lets `wait_turn` hold the files not
+        yet started while an answer runs; the worker's next file is handed out before the
+        results are yielded, so conversion goes on while the caller embeds.
+        """
+        queue = list(pending)
+        while queue:
             pool = self._start()
             running: dict[Future, Job] = {}
-            for job in pending:
-                source, path, sha = job
-                running[pool.submit(self.convert_fn, path, source, self.cache_dir, sha)] = job
-            pending = []
+            self._hand_out(pool, queue, running)
             while running:
                 done, _ = wait(running, timeout=self.timeout_s, return_when=FIRST_COMPLETED)
                 if not done:
@@ -204,27 +211,19 @@ class ConverterPool:
                     if in_flight and all(self._reading_pages(j) for j in in_flight):
                         continue
                     stuck = [j for j in in_flight if not self._reading_pages(j)] or list(running.values())
-                    pending = [j for f, j in running.items() if j not in stuck]
+                    queue[:0] = [j for j in running.values() if j not in stuck]
                     self._kill()
                     for source, _, _ in stuck:
                         log.warning("Skipped %s: conversion took longer than %.0fs", source, self.timeout_s)
                         yield source, None, f"conversion took longer than {self.timeout_s:.0f}s ({TIMEOUT_SETTING}); skipped"
                     break
-                crashed: list[Job] = []
-                for future in done:
-                    job = running.pop(future)
-                    try:
-                        raw, error = future.result()
-                    except BrokenProcessPool:
-                        crashed.append(job)
-                        continue
-                    except MemoryError:
-                        yield job[0], None, f"{OUT_OF_MEMORY}; skipped"
-                        continue
-                    except Exception as exc:
-                        yield job[0], None, f"conversion failed: {type(exc).__name__}: {exc}"
-                        continue
-                    yield job[0], (ConvertedDocument.from_json(raw) if raw else None), error
+                finished = [(future, running.pop(future)) for future in done]
+                crashed = [job for future, job in finished if isinstance(future.exception(), BrokenProcessPool)]
+                if not crashed:
+                    self._hand_out(pool, queue, running)
+                for future, job in finished:
+                    if job not in crashed:
+                        yield self._result(future, job)
                 if crashed:
                     self._kill()
                     if suspects is None:  # already alone in its pool: this file is the culprit
@@ -234,3 +233,20 @@ class ConverterPool:
                     else:
                         suspects.extend(crashed + list(running.values()))
                     break
+
+    def _hand_out(self, pool: ProcessPoolExecutor, queue: list[Job], running: dict[Future, Job]) -> None:
+        while queue and len(running) < self.workers:
+            if self.wait_turn is not None:
+                self.wait_turn()
+            source, path, sha = job = queue.pop(0)
+            running[pool.submit(self.convert_fn, path, source, self.cache_dir, sha)] = job
+
+    @staticmethod
+    def _result(future: Future, job: Job) -> Result:
+        try:
+            raw, error = future.result()
+        except MemoryError:
+            return job[0], None, f"{OUT_OF_MEMORY}; skipped"
+        except Exception as exc:
+            return job[0], None, f"conversion failed: {type(exc).__name__}: {exc}"
+        return job[0], (ConvertedDocument.from_json(raw) if raw else None), error

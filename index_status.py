@@ -5,7 +5,11 @@ both front ends)."""
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -14,6 +18,12 @@ from errors import plain_reason
 
 if TYPE_CHECKING:
     from indexer import Manifest, SyncStep
+
+log = logging.getLogger(__name__)
+
+MAX_PAUSE_S = 600.0
+"""The longest background indexing waits for answers at one time, so an answer stream a client
+abandoned without closing cannot stop indexing for good."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +50,8 @@ class IndexStatus:
     embed_s: float = 0.0
     indexing_since: float | None = None
     """When the "indexing" stage began: the rates behind `seconds_left` are measured from it."""
+    paused: bool = False
+    """Waiting for an answer to finish (`AnswersFirst`)."""
 
     def seconds_left(self, now: float | None = None) -> float | None:
         """A guess at the time this sync still needs, from the rates so far; None until there is one.
@@ -71,7 +83,7 @@ class IndexTracker:
     def begin(self) -> None:
         self.status = replace(
             self.status, state="indexing", stage="looking", done=0, total=0, chunks_done=0, chunks_total=0,
-            current="", embed_s=0.0, started=time.time(), indexing_since=None,
+            current="", embed_s=0.0, started=time.time(), indexing_since=None, paused=False,
         )
 
     def step(self, step: SyncStep) -> None:
@@ -84,10 +96,63 @@ class IndexTracker:
         )
 
     def finish(self, summary: str) -> None:
-        self.status = replace(self.status, state="idle", finished=time.time(), summary=summary, error=None, current="")
+        self.status = replace(self.status, state="idle", finished=time.time(), summary=summary, error=None, current="", paused=False)
 
     def fail(self, error: str) -> None:
-        self.status = replace(self.status, state="failed", finished=time.time(), error=error, current="")
+        self.status = replace(self.status, state="failed", finished=time.time(), error=error, current="", paused=False)
+
+    def pause(self, paused: bool) -> None:
+        self.status = replace(self.status, paused=paused)
+
+
+class AnswersFirst:
+    """Background indexing gives the cores to answers.
+
+    llama.cpp's threads run 3-10x slower when another process takes one of two cores, and
+    converting and embedding files takes them. So each answer holds `answering()` while it
+    runs, and the indexer calls `wait_turn()` between files and between embedding slices:
+    it waits there while any answer is running, then goes on where it was.
+    """
+
+    def __init__(self, on_pause: Any = None, max_pause_s: float = MAX_PAUSE_S) -> None:
+        self._answering = 0
+        self._changed = threading.Condition()
+        self._on_pause = on_pause
+        self.max_pause_s = max_pause_s
+        self.pauses = 0
+        """How often indexing has waited for an answer; the tests and the log read it."""
+
+    @contextmanager
+    def answering(self) -> Iterator[None]:
+        with self._changed:
+            self._answering += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._answering -= 1
+                self._changed.notify_all()
+
+    @property
+    def busy(self) -> bool:
+        return self._answering > 0
+
+    def wait_turn(self) -> None:
+        """Return at once when no answer runs; else wait until none does (at most `max_pause_s`)."""
+        with self._changed:
+            if not self._answering:
+                return
+            self.pauses += 1
+            log.info("Indexing paused while an answer is generated")
+            if self._on_pause:
+                self._on_pause(True)
+            resumed = self._changed.wait_for(lambda: not self._answering, timeout=self.max_pause_s)
+            if self._on_pause:
+                self._on_pause(False)
+            if resumed:
+                log.info("Indexing resumed")
+            else:
+                log.warning("Indexing resumed: an answer has held it for %.0f s", self.max_pause_s)
 
 
 @dataclass(frozen=True)

@@ -224,8 +224,13 @@ class Indexer:
     It embeds the chunks it stores with the embedder it is given; the vector store only keeps vectors.
     """
 
-    def __init__(self, settings: Settings, vectors: VectorStore | NullVectorStore, keywords: KeywordIndex, embedder: EmbeddingBackend) -> None:
+    def __init__(
+        self, settings: Settings, vectors: VectorStore | NullVectorStore, keywords: KeywordIndex, embedder: EmbeddingBackend,
+        wait_turn: Callable[[], None] | None = None,
+    ) -> None:
         self.settings = settings
+        self.wait_turn = wait_turn or (lambda: None)
+        """Called between files and between embedding slices; it blocks while an answer runs (index_status.AnswersFirst)."""
         self.vectors = vectors
         self.keywords = keywords
         self.embedder = embedder
@@ -392,7 +397,8 @@ class Indexer:
             return
         if self._pool is None:
             self._pool = ConverterPool(
-                s.convert_workers, s.convert_timeout_s, s.convert_memory_mb, s.cache_dir, ocr=self.ocr.options if self.ocr else None
+                s.convert_workers, s.convert_timeout_s, s.convert_memory_mb, s.cache_dir, ocr=self.ocr.options if self.ocr else None,
+                wait_turn=self.wait_turn,
             )
         t = time.perf_counter()
         for result in self._pool.convert(jobs):
@@ -508,6 +514,7 @@ class Indexer:
         """The chunks' vectors, a slice at a time, so the progress shown moves within a big file."""
         vectors: list[list[float]] = []
         for start in range(0, len(chunks), EMBED_SLICE):
+            self.wait_turn()
             part = chunks[start : start + EMBED_SLICE]
             t = time.perf_counter()
             vectors += self.embedder.embed_documents([c.embedding_text() for c in part])

@@ -112,6 +112,9 @@ class LLMBackend(ABC):
         `max_tokens` overrides LLM_MAX_TOKENS for this call.
         """
 
+    def warm_up(self) -> None:  # noqa: B027 - a no-op by default: a server backend loads its model itself
+        """Load the model now, so the first question does not wait for it."""
+
     def complete(self, messages: list[Message], max_tokens: int | None = None) -> str:
         """The whole answer at once."""
         return "".join(self.stream(messages, max_tokens))
@@ -286,6 +289,10 @@ class LlamaCppBackend(LLMBackend):
             if self._llm is not None:
                 self._llm.close()
                 self._llm = None
+
+    def warm_up(self) -> None:
+        with self._lock:
+            self._model()
 
     def _model(self) -> Llama:
         """The loaded model; call with the lock held."""

@@ -12,12 +12,13 @@ import json
 import logging
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from config import Settings, describe_settings, load_settings
-from errors import DocqaError, LockError
+from errors import DocqaError, LockError, describe_error
 
 if TYPE_CHECKING:
     from rag_system import Answer, RAGSystem
@@ -322,12 +323,33 @@ def cmd_config(settings: Settings) -> int:
 
 
 def cmd_serve(rag: RAGSystem, args: argparse.Namespace) -> int:
+    """Listen at once; the model loads and the folder syncs behind the page, which shows the sync's progress.
+
+    A first run over a large folder indexes for minutes to hours: the page must not wait for it, and
+    questions asked meanwhile are answered from what is indexed so far (the answer says so).
+    """
     from web_ui import serve
 
-    rag.index(reindex=args.reindex, progress=progress_bar())
-    rag.watch()
+    threading.Thread(target=start_up, args=(rag, args.reindex), name="docqa-start-up", daemon=True).start()
     serve(rag)
     return 0
+
+
+def start_up(rag: RAGSystem, reindex: bool = False) -> None:
+    """Serve's background start: load the answer model beside the sync, watch the folder, sync it."""
+    threading.Thread(target=_warm_up, args=(rag,), name="docqa-model-load", daemon=True).start()
+    rag.watch()  # before the sync, so a file added while it runs is not missed
+    try:
+        rag.index(reindex=reindex, progress=progress_bar())
+    except Exception as exc:  # the page shows the failed sync; the server keeps answering from the index it has
+        log.error("The start-up sync failed: %s", describe_error(exc))
+
+
+def _warm_up(rag: RAGSystem) -> None:
+    try:
+        rag.warm_up()
+    except DocqaError as exc:  # the first question reports it too, with what to do
+        log.warning("The answer model did not load at start: %s", describe_error(exc))
 
 
 def cmd_mcp(rag: RAGSystem, args: argparse.Namespace) -> int:

@@ -85,6 +85,8 @@ def completion(answer: Answer) -> dict[str, Any]:
     content = answer_as_text(answer)
     if answer.notice:
         content += f"\n\n⚠ {answer.notice}"
+    if answer.indexing:
+        content += f"\n\n{answer.indexing}"
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex}",
         "object": "chat.completion",
@@ -131,6 +133,8 @@ def completion_chunks(updates: Iterator[Answer]) -> Iterator[str]:
         tail += f"\n\n{answer.text}"
     if answer.notice:
         tail += f"\n\n⚠ {answer.notice}" + (" (the quotes above stand as the answer)" if answer.set_aside is not None and quoted else "")
+    if answer.indexing:
+        tail += f"\n\n{answer.indexing}"
     tail += sources_text(answer.passages, streamed + tail)
     if tail:
         yield event({"content": tail})

@@ -26,7 +26,15 @@ from data_folder import DataLock, LockMode, ensure_writable, open_stores_or_rebu
 from embeddings import EmbeddingBackend
 from errors import EmbeddingError, LLMError, describe_error
 from grounding import claim_sentences
-from index_status import DocumentStatus, IndexCheck, IndexStatus, IndexTracker, document_statuses, manifest_stats
+from index_status import (
+    AnswersFirst,
+    DocumentStatus,
+    IndexCheck,
+    IndexStatus,
+    IndexTracker,
+    document_statuses,
+    manifest_stats,
+)
 from indexer import Indexer, IndexReport, Progress
 from llm_handler import REFUSAL, LLMBackend, answering_model, make_llm_backend
 from page_images import render_page_png
@@ -57,14 +65,15 @@ class RAGSystem:
             self._lock.release()  # a failed start must not leave the data folder locked
             raise
         self.warning: str | None = f"Keyword search only: {self.vectors.reason}" if isinstance(self.vectors, NullVectorStore) else None
-        self.indexer = Indexer(settings, self.vectors, self.keywords, self.embedder)
+        self._tracker = IndexTracker()
+        self._turns = AnswersFirst(on_pause=self._tracker.pause)
+        self.indexer = Indexer(settings, self.vectors, self.keywords, self.embedder, wait_turn=self._turns.wait_turn)
         self.retriever = Retriever(settings, self.vectors, self.keywords, self.embedder)
         self._given_llm = llm
         self._llm: Any = llm
         self._llm_lock = threading.Lock()
         self._index_lock = threading.Lock()
         self._watcher: Any = None
-        self._tracker = IndexTracker()
 
     # ------------------------------------------------------------ indexing
 
@@ -124,7 +133,32 @@ class RAGSystem:
         follow-up is answered as if asked alone: earlier turns only distract a small model
         (measured in a chat of unrelated questions, `eval --answers --in-chat`: it answered
         the previous question, or copied its answer).
+
+        While it runs, background indexing waits (index_status.AnswersFirst); asked during a
+        sync, the answer says that it uses only what is indexed so far.
         """
+        with self._turns.answering():
+            note = self._still_indexing()
+            for answer in self._answer_stream(question, k, where, history):
+                answer.indexing = note
+                yield answer
+
+    def _still_indexing(self) -> str | None:
+        status = self._tracker.status
+        if status.state != "indexing":
+            return None
+        done = f"{status.done} of {status.total} files done" if status.stage == "indexing" and status.total else "looking for changes"
+        return f"Indexing is still running ({done}): this answer uses what is indexed so far."
+
+    def warm_up(self) -> None:
+        """Load the answer model now (serve calls it at start), so the first question does not wait for it."""
+        llm = self._available_llm()
+        if llm is not None:
+            llm.warm_up()
+
+    def _answer_stream(
+        self, question: str, k: int | None, where: Where | None, history: list[dict[str, str]] | None
+    ) -> Iterator[Answer]:
         from question_intent import asks_for_document_list, split_question
 
         question = question.strip()

@@ -127,6 +127,7 @@ def answer_summary(answer: Answer) -> dict[str, Any]:
         "citations": [located_passage(n, p) for n, p in enumerate(answer.passages, start=1)],
         "unsupported": answer.unsupported,
         "notice": answer.notice,
+        "indexing": answer.indexing,
         "model": answer.model,
         "error": answer.error,
     }

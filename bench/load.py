@@ -24,7 +24,7 @@ from typing import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
-from serving import free_port, running  # noqa: E402  (the same start/wait/stop as the tests)
+from serving import free_port, running, wait_until_indexed  # noqa: E402  (the same start/wait/stop as the tests)
 
 ANIMALS = [
     "zorbat", "quillfin", "marrowhawk", "glimmerox", "tundrafly", "pebblemole", "ashwing", "brindlecat",
@@ -51,6 +51,7 @@ def docqa_server(docs: Path, data: Path, env_extra: dict[str, str] | None = None
            "GRADIO_SERVER_NAME": "127.0.0.1", "PYTHONUNBUFFERED": "1", **(env_extra or {})}
     url = f"http://127.0.0.1:{port}/"
     with running([sys.executable, str(ROOT / "main.py"), "serve"], url, data.parent / "load-server.log", env, ROOT, start_s):
+        wait_until_indexed(url, start_s)
         yield url
 
 

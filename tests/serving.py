@@ -8,6 +8,7 @@ error when it does not come up.
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
 import subprocess
 import time
@@ -62,3 +63,14 @@ def running(cmd: list[str], url: str, log: Path, env: dict[str, str] | None = No
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=15)
+
+
+def wait_until_indexed(base_url: str, seconds: float = 300) -> None:
+    """Until docqa's start-up sync has ended: `serve` listens first and indexes behind the page."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(f"{base_url.rstrip('/')}/api/status", timeout=30) as reply:
+            if json.load(reply)["index"]["state"] in ("idle", "failed"):
+                return
+        time.sleep(0.5)
+    raise ServerDidNotStart(f"the start-up sync at {base_url} did not end within {seconds:g}s")

@@ -328,14 +328,16 @@ def test_library_debug_lines_appear_only_with_log_level_debug(lists_folder):
 # --- beside a running server ---------------------------------------------------------------
 
 
+
 def test_read_commands_work_beside_a_running_server_and_a_second_writer_is_refused(lists_folder):
-    from serving import free_port, running
+    from serving import free_port, running, wait_until_indexed
 
     (lists_folder["docs"] / "setup.exe").write_bytes(b"MZ not a document")
     port = free_port()
     env = {**lists_folder["env"], "GRADIO_SERVER_PORT": str(port)}
     home = lists_folder["home"]
     with running([sys.executable, "main.py", "serve"], f"http://127.0.0.1:{port}/", home / "serve.log", env, ROOT, 300) as server:
+        wait_until_indexed(f"http://127.0.0.1:{port}")  # serve listens first and syncs behind the page
         stats = run_cli(["stats"], env)
         assert stats.returncode == 0, stats.stderr
         assert "files: 1\n" in stats.stdout and "  markdown: 1\n" in stats.stdout

@@ -30,7 +30,7 @@ import web_ui
 from config import SETTING_FIELDS, env_name
 from rag_system import IndexStatus
 from scripts.make_documents import EXAMPLE_QUESTIONS, EXPECTED_SOURCES
-from serving import ServerDidNotStart, free_port, running
+from serving import ServerDidNotStart, free_port, running, wait_until_indexed
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
@@ -405,6 +405,7 @@ def docqa_server(tmp_path_factory) -> Iterator[SimpleNamespace]:
     cmd = [sys.executable, "main.py", "serve"]
     try:
         with running(cmd, url, tmp / "server.log", server_env(tmp, docs, port), ROOT, SERVER_START_S):
+            wait_until_indexed(url)
             yield SimpleNamespace(url=url, docs=docs)
     except ServerDidNotStart as exc:
         pytest.fail(str(exc))
@@ -709,6 +710,7 @@ def standin_server(tmp: Path, docs: Path, pieces: list[str], piece_delay_s: floa
     with OllamaStandin(pieces=pieces, piece_delay_s=piece_delay_s) as ollama:
         full_env = {**server_env(tmp, docs, port), "LLM_BACKEND": "ollama", "OLLAMA_HOST": ollama.url, **env}
         with running([sys.executable, "main.py", "serve"], url, tmp / "server.log", full_env, ROOT, SERVER_START_S):
+            wait_until_indexed(url)
             yield url
 
 
