@@ -5,6 +5,7 @@ both front ends)."""
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -40,6 +41,15 @@ class IndexStatus:
     embed_s: float = 0.0
     indexing_since: float | None = None
     """When the "indexing" stage began: the rates behind `seconds_left` are measured from it."""
+
+    def chunks_expected(self) -> int | None:
+        """The chunks this sync will have embedded at its end, as far as can be told: those found so far, and
+        for the files not read yet as many per file as so far. None until a file with chunks is read. Above
+        `chunks_done` while a file is unread or a chunk unembedded, so a bar over it is full only at the end."""
+        if self.stage != "indexing" or not self.done or not self.chunks_total:
+            return None
+        files_left = max(self.total - self.done, 0)
+        return self.chunks_total + math.ceil(files_left * self.chunks_total / self.done)
 
     def seconds_left(self, now: float | None = None) -> float | None:
         """A guess at the time this sync still needs, from the rates so far; None until there is one.
