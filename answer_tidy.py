@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 
 from answer_check import YES_NO, Place, denying_yes
+from answer_render import cite_outside_fences
 from grounding import CITATION, MIN_SENTENCE_WORDS, sentence_spans, split_sentences
 from llm_handler import REFUSAL
 from markdown_code import closing_fence
@@ -386,6 +387,10 @@ def tidy_answer(
     text, declined = drop_trailing_refusal(text)
     if declined:
         done.append(declined)
+    placed = cite_outside_fences(text).strip()
+    if placed != text:
+        text = placed
+        done.append("citations moved out of code")
     if _CODE_FENCE.search(text) and not wants_code(question, passages):
         text = _CODE_FENCE.sub("", text).strip()
         done.append("code removed")

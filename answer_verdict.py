@@ -15,7 +15,7 @@ from typing import Any
 
 from answer_check import Disagreement, Place, check_claims, invented_quotations
 from answer_context import Quote
-from answer_render import citations, quote_text_lines, unquoted
+from answer_render import citations, cite_outside_fences, quote_text_lines, unquoted
 from answer_tidy import PASSAGE_COPIED, REFUSAL_AFTER_ANSWER, REPEATED_EARLIER, ends_in_lead_in
 from grounding import CITATION, Grounding, split_sentences
 from markdown_code import closing_fence, code_spans
@@ -81,8 +81,9 @@ def _evidence(sentence: str, grounding: Grounding | None, passages: Sequence[str
 def add_missing_citations(text: str, grounding: Grounding | None) -> str:
     """An answer that cites nothing gets the passages its supported claims were matched to, at its end.
 
-    After a closing code fence they go on a line of their own: on the fence's line they
-    would leave the fence open, and everything after it would be shown as code.
+    An answer that ends in a code block gets them on the prose before the block, or none
+    without any (answer_render.cite_outside_fences): on the fence's line they would leave
+    the fence open, and alone under the code they cite nothing a reader can see.
     """
     if citations(text) or grounding is None:
         return text
@@ -92,7 +93,8 @@ def add_missing_citations(text: str, grounding: Grounding | None) -> str:
     text = text.rstrip()
     spans = code_spans(text)
     after_code = bool(spans) and spans[-1].fenced and spans[-1].end == len(text)
-    return text + ("\n\n" if after_code else " ") + "".join(f"[{n}]" for n in numbers)
+    cited = text + ("\n\n" if after_code else " ") + "".join(f"[{n}]" for n in numbers)
+    return cite_outside_fences(cited).rstrip() if after_code else cited
 
 
 def quotes_markdown(quotes: Sequence[Quote], labels: Sequence[str]) -> str:

@@ -7,7 +7,8 @@ meet the same rules from one place, before any route reads its body:
   in constant time; with no keys configured, only a loopback client of a server bound to
   loopback gets in, as the UI needs no password there;
 - one token bucket per client (API_RATE_LIMIT_PER_MINUTE) for every route;
-- a body cap: API_MAX_BODY_MB for JSON, MAX_FILE_MB for an upload (413 beyond).
+- a body cap: API_MAX_BODY_MB for JSON, the larger of MAX_FILE_MB and MAX_UPLOAD_MB for an upload
+  (413 beyond); the type's own limit is checked when the file is saved (documents_folder.py).
 
 Errors come in the shape each client reads: OpenAI's `{"error": {...}}` under /v1, FastAPI's
 `{"detail": ...}` elsewhere.
@@ -39,7 +40,7 @@ OPEN_PATHS = ("/api/docs", "/api/openapi.json")
 """The API's documentation describes routes, not documents: readable without a key."""
 UPLOAD_PATH = "/api/documents"
 UPLOAD_OVERHEAD = 1_000_000
-"""Room for the multipart framing around an uploaded file of MAX_FILE_MB."""
+"""Room for the multipart framing around an uploaded file of the largest size allowed."""
 
 
 def load_api_keys(settings: Settings) -> list[str]:
@@ -159,6 +160,9 @@ class ApiGuard:
 
     def _limit(self, scope: Scope) -> tuple[int, str]:
         if scope.get("method") == "POST" and scope.get("path") == UPLOAD_PATH:
+            # The body's type is not known yet: the larger limit here, each file's own when it is saved.
+            if self.settings.max_upload_mb >= self.settings.max_file_mb:
+                return int(self.settings.max_upload_mb * 1e6) + UPLOAD_OVERHEAD, f"{self.settings.max_upload_mb:g} MB (MAX_UPLOAD_MB)"
             return int(self.settings.max_file_mb * 1e6) + UPLOAD_OVERHEAD, f"{self.settings.max_file_mb:g} MB (MAX_FILE_MB)"
         return int(self.settings.api_max_body_mb * 1e6), f"{self.settings.api_max_body_mb:g} MB (API_MAX_BODY_MB)"
 

@@ -40,8 +40,15 @@ class Settings:
     # Files
     max_file_mb: float = _setting(
         10.0,
-        "Files larger than this (MB) are not indexed: the folder walk lists them as skipped with their "
-        "size, and uploads over it are refused (one limit, so an upload is never accepted and then left out).",
+        "Text-like files (text, markdown, code, data, HTML, office documents) larger than this (MB) are not indexed: "
+        "the folder walk lists them as skipped with their size, and uploads over it are refused (one limit, so an "
+        "upload is never accepted and then left out). PDFs and images are indexed whatever their size: a scan's "
+        "bytes are pixels, and the converter bounds each by CONVERT_TIMEOUT_S (per page while OCR reads it) and CONVERT_MEMORY_MB.",
+    )
+    max_upload_mb: float = _setting(
+        200.0,
+        "Largest PDF or image upload accepted (MB), through the page or the API; other files are held to MAX_FILE_MB. "
+        "Only a cap on what one request may write to disk: a larger PDF copied into the folder is still indexed.",
     )
     convert_workers: int = _setting(0, "Processes converting files in parallel; 0 picks min(cores, 4).")
     convert_timeout_s: float = _setting(
@@ -318,7 +325,8 @@ class Settings:
         120, "Requests one API client may make per minute, on every API route (0 = no limit); more get 429."
     )
     api_max_body_mb: float = _setting(
-        1.0, "Largest JSON request body the API accepts (uploads may be up to MAX_FILE_MB); larger get 413."
+        1.0, "Largest JSON request body the API accepts (uploads may be up to MAX_FILE_MB, PDFs and images up to "
+        "MAX_UPLOAD_MB); larger get 413."
     )
     # Logging
     log_level: str = _setting("INFO", "DEBUG, INFO, WARNING or ERROR.")
@@ -426,6 +434,8 @@ def _validate(s: Settings) -> None:
         raise ConfigError(f"CODE_CHUNK_SIZE must be positive, got {s.code_chunk_size}.")
     if s.max_file_mb <= 0:
         raise ConfigError(f"MAX_FILE_MB must be positive, got {s.max_file_mb}.")
+    if s.max_upload_mb <= 0:
+        raise ConfigError(f"MAX_UPLOAD_MB must be positive, got {s.max_upload_mb}.")
     if not 0 <= s.chunk_overlap < s.chunk_size:
         raise ConfigError(
             f"CHUNK_OVERLAP ({s.chunk_overlap}) must be at least 0 and below CHUNK_SIZE ({s.chunk_size})."

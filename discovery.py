@@ -5,8 +5,9 @@ into the same directory, so a link loop ends. Folders that hold tools rather tha
 documents (.git, node_modules, build output, virtual environments) are left out, as is
 whatever the folder's .gitignore files and an optional .docqaignore (same syntax) name;
 a `!pattern` there brings a default exclusion back. Files are checked by content too:
-binary data named .txt is skipped, not indexed as gibberish; files over the size limit
-are listed as skipped with their size.
+binary data named .txt is skipped, not indexed as gibberish; text-like files over the size
+limit are listed as skipped with their size. PDFs and images have no size limit here: the
+converter workers bound them by time per page and memory (converter_workers.py).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import pathspec
 
-from document_converter import CONTAINER_EXTENSIONS, is_supported
+from document_converter import CONTAINER_EXTENSIONS, is_supported, size_limited
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +109,7 @@ def _inside(path: Path, root: Path) -> bool:
 
 
 def discover(docs_dir: Path, max_bytes: int, known: dict[str, tuple[int, float]] | None = None) -> Discovery:
-    """Walk docs_dir: every supported, readable text or document file within the size limit.
+    """Walk docs_dir: every supported, readable text or document file, text-like ones within `max_bytes`.
 
     known: (size, mtime) of files indexed before; an unchanged one is not read again to
     check its content, so a walk over an unchanged folder costs a stat per file.
@@ -187,7 +188,7 @@ def _check_file(path: Path, max_bytes: int, known: tuple[int, float] | None = No
         return f"cannot be read: {exc.strerror or exc}"
     if not stat_module.S_ISREG(st.st_mode):
         return "not a regular file"
-    if st.st_size > max_bytes:
+    if st.st_size > max_bytes and size_limited(path):
         return f"{st.st_size / 1e6:.1f} MB, larger than the {max_bytes / 1e6:g} MB limit (raise MAX_FILE_MB to index it)"
     if path.suffix.lower() not in CONTAINER_EXTENSIONS and known != (st.st_size, st.st_mtime):
         try:

@@ -26,7 +26,7 @@ from text_formats import convert_docx_to_markdown, convert_text_to_markdown
 log = logging.getLogger(__name__)
 
 # Bump when conversion output changes, so cached conversions are redone.
-CONVERTER_VERSION = 4
+CONVERTER_VERSION = 5  # 5: HTML comments and permalink anchors dropped from HTML and markdown
 
 MARKDOWN_EXTENSIONS = {".md", ".markdown", ".mdx", ".rst"}
 TEXT_EXTENSIONS = {
@@ -48,6 +48,9 @@ SUPPORTED_EXTENSIONS = set(KIND_BY_EXTENSION)
 CONTAINER_EXTENSIONS = {ext for ext, kind in KIND_BY_EXTENSION.items() if kind in ("pdf", "epub", "docx", "pptx", "xlsx", "image")}
 OCR_KINDS = {"pdf", "image"}
 """What OCR settings change the conversion of: their cache files and manifest records name the OCR variant."""
+PAGED_KINDS = OCR_KINDS
+"""Kinds read page by page under the converter's time and memory limits, whatever their size in bytes: a
+scan's bytes are pixels (a 3-page scan at 150 dpi is 20 MB), not text to hold, so MAX_FILE_MB does not apply."""
 
 
 def file_sha256(path: Path) -> str:
@@ -65,6 +68,11 @@ def kind_of(path: Path) -> str | None:
 
 def is_supported(path: Path) -> bool:
     return kind_of(path) is not None
+
+
+def size_limited(path: Path) -> bool:
+    """Whether MAX_FILE_MB applies to this file: to text-like files, not to PDFs and images (PAGED_KINDS)."""
+    return kind_of(path) not in PAGED_KINDS
 
 
 def conversion_variant(path: Path, ocr: OcrReader | None) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from config import Settings
-from document_converter import is_supported
+from document_converter import is_supported, size_limited
 from errors import DocqaError
 from watcher import FolderWatcher
 
@@ -44,8 +44,8 @@ def add_upload(settings: Settings, name: str, data_path: Path) -> str:
     """Copy an uploaded file into the documents folder under a safe, unused name; returns it.
 
     Only the base name is kept (no path traversal), odd characters are replaced, the
-    type must be one docqa indexes, the file must not be empty, and an existing file is
-    never overwritten.
+    type must be one docqa indexes, the file must not be empty nor over its size limit
+    (MAX_FILE_MB, or MAX_UPLOAD_MB for a PDF or an image), and an existing file is never overwritten.
     """
     safe = sanitize_filename(name)
     if not is_supported(Path(safe)):
@@ -53,9 +53,9 @@ def add_upload(settings: Settings, name: str, data_path: Path) -> str:
     size = Path(data_path).stat().st_size
     if size == 0:  # saved, it would only sit in the folder as a failure
         raise UploadRefused(f"{name}: the file is empty (0 bytes); check that it saved completely, then upload it again")
-    limit = int(settings.max_file_mb * 1e6)
-    if size > limit:
-        raise UploadRefused(f"{name}: {size / 1e6:.1f} MB is over the {settings.max_file_mb:g} MB limit (MAX_FILE_MB)")
+    limit_mb, setting = (settings.max_file_mb, "MAX_FILE_MB") if size_limited(Path(safe)) else (settings.max_upload_mb, "MAX_UPLOAD_MB")
+    if size > int(limit_mb * 1e6):
+        raise UploadRefused(f"{name}: {size / 1e6:.1f} MB is over the {limit_mb:g} MB limit ({setting}); raise {setting} to accept it")
     docs = settings.docs_dir.resolve()
     docs.mkdir(parents=True, exist_ok=True)
     target = docs / safe

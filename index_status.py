@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -52,6 +53,15 @@ class IndexStatus:
     """When the "indexing" stage began: the rates behind `seconds_left` are measured from it."""
     paused: bool = False
     """Waiting for an answer to finish (`AnswersFirst`)."""
+
+    def chunks_expected(self) -> int | None:
+        """The chunks this sync will have embedded at its end, as far as can be told: those found so far, and
+        for the files not read yet as many per file as so far. None until a file with chunks is read. Above
+        `chunks_done` while a file is unread or a chunk unembedded, so a bar over it is full only at the end."""
+        if self.stage != "indexing" or not self.done or not self.chunks_total:
+            return None
+        files_left = max(self.total - self.done, 0)
+        return self.chunks_total + math.ceil(files_left * self.chunks_total / self.done)
 
     def seconds_left(self, now: float | None = None) -> float | None:
         """A guess at the time this sync still needs, from the rates so far; None until there is one.

@@ -21,6 +21,7 @@ from config import Settings, describe_settings, load_settings
 from errors import DocqaError, LockError, describe_error
 
 if TYPE_CHECKING:
+    from index_status import IndexStatus
     from rag_system import Answer, RAGSystem
 
 log = logging.getLogger("docqa")
@@ -162,26 +163,44 @@ def setup_logging(level: str) -> None:
     logging.basicConfig(level=threshold, handlers=[handler])
 
 
-def progress_bar() -> Any:
-    """A tqdm progress callback for indexing (files done / total)."""
-    from tqdm import tqdm
+class TerminalProgress:
+    """Indexing progress on stderr, counted in chunks embedded: the files are read quickly and their chunks
+    embedded after, so a bar of files stood full while the embedding went on. This one fills only when the
+    last chunk is embedded; the files read are shown beside it."""
 
-    bars: dict[str, Any] = {}
+    def __init__(self) -> None:
+        self.bar: Any = None
+        self.stage = ""
 
-    def update(stage: str, done: int, total: int) -> None:
-        bar = bars.get(stage)
-        if bar is None:
-            bar = bars[stage] = tqdm(total=total, desc=f"Indexing {stage}", unit="file", file=sys.stderr, leave=True)
-        bar.n = done
-        bar.refresh()
-        if done >= total:
-            bar.close()
+    def __call__(self, status: IndexStatus) -> None:
+        if status.stage == "checking":
+            self._show("Checking files", "file", status.done, status.total or None, "")
+        elif status.stage == "indexing" and status.total:
+            self._show("Embedding chunks", "chunk", status.chunks_done, status.chunks_expected(), f"{status.done}/{status.total} files read")
 
-    return update
+    def _show(self, stage: str, unit: str, done: int, total: int | None, note: str) -> None:
+        from tqdm import tqdm
+
+        if stage != self.stage:
+            self.close()
+            self.stage = stage
+            self.bar = tqdm(desc=stage, unit=unit, file=sys.stderr, leave=True, mininterval=0)
+        self.bar.total, self.bar.n = total, done
+        self.bar.set_postfix_str(note, refresh=False)
+        self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
 
 def cmd_index(rag: RAGSystem, args: argparse.Namespace) -> int:
-    report = rag.index(reindex=args.reindex, progress=None if args.json else progress_bar())
+    shown = TerminalProgress()
+    try:
+        report = rag.index(reindex=args.reindex, on_status=None if args.json else shown)
+    finally:
+        shown.close()
     if args.json:
         out = dataclasses.asdict(report)
         out["stages"] = {k: round(v, 3) for k, v in report.stages.items()}
@@ -339,10 +358,13 @@ def start_up(rag: RAGSystem, reindex: bool = False) -> None:
     """Serve's background start: load the answer model beside the sync, watch the folder, sync it."""
     threading.Thread(target=_warm_up, args=(rag,), name="docqa-model-load", daemon=True).start()
     rag.watch()  # before the sync, so a file added while it runs is not missed
+    shown = TerminalProgress()
     try:
-        rag.index(reindex=reindex, progress=progress_bar())
+        rag.index(reindex=reindex, on_status=shown)
     except Exception as exc:  # the page shows the failed sync; the server keeps answering from the index it has
         log.error("The start-up sync failed: %s", describe_error(exc))
+    finally:
+        shown.close()
 
 
 def _warm_up(rag: RAGSystem) -> None:

@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import Any, Generator, Iterator
+from typing import Any, Callable, Generator, Iterator
 
 import conversation
 import documents_folder
@@ -35,7 +35,7 @@ from index_status import (
     document_statuses,
     manifest_stats,
 )
-from indexer import Indexer, IndexReport, Progress
+from indexer import Indexer, IndexReport, Progress, SyncStep
 from llm_handler import REFUSAL, LLMBackend, answering_model, make_llm_backend
 from page_images import render_page_png
 from retriever import Passage, Retriever, Where
@@ -77,13 +77,25 @@ class RAGSystem:
 
     # ------------------------------------------------------------ indexing
 
-    def index(self, reindex: bool = False, progress: Progress | None = None) -> IndexReport:
-        """Bring the index in line with the folder; one sync at a time, queries keep working."""
+    def index(
+        self, reindex: bool = False, progress: Progress | None = None, on_status: Callable[[IndexStatus], None] | None = None
+    ) -> IndexReport:
+        """Bring the index in line with the folder; one sync at a time, queries keep working.
+
+        `progress` hears (stage, done, total) per file read; `on_status` gets the IndexStatus at every
+        step, chunks embedded included, for a display that is full only when the work is done.
+        """
+
+        def step(moved: SyncStep) -> None:
+            self._tracker.step(moved)
+            if on_status is not None:
+                on_status(self._tracker.status)
+
         with self._index_lock:
             self._tracker.begin()
             try:
                 with self._lock.changing():
-                    report = self.indexer.sync(reindex=reindex, progress=progress, on_step=self._tracker.step)
+                    report = self.indexer.sync(reindex=reindex, progress=progress, on_step=step)
             except Exception as exc:
                 self._tracker.fail(describe_error(exc))
                 raise

@@ -113,8 +113,9 @@ def convert_image_to_markdown(path: Path, source: str, reader: OcrReader | None)
     """An image file read by OCR; a multi-page TIFF one section per page, cited by page."""
     if reader is None:
         raise ConversionError("an image is read by OCR, which is off (OCR=off): set OCR=on in .env to index it")
-    frames = _image_frames(path)
-    sections, notes = [], []
+    frames, cut = _image_frames(path)
+    sections: list[Section] = []
+    notes: list[str] = []
     several = len(frames) > 1
     for number, frame in enumerate(frames, start=1):
         try:
@@ -130,20 +131,24 @@ def convert_image_to_markdown(path: Path, source: str, reader: OcrReader | None)
             sections.append(Section(text=text, page=number if several else None, ocr=True))
     if not sections:
         raise ConversionError(notes[0] if notes else "no text found by OCR: the image may hold no text, or be too small or faint to read")
+    if cut:
+        notes.append(f"only its first {MAX_IMAGE_PAGES} pages are read")
     return ConvertedDocument(source=source, title=path.stem, kind="image", sections=sections, notes=notes)
 
 
-def _image_frames(path: Path) -> list[Any]:
-    """Each page of the image as a grayscale array; a clear reason when the file is not a readable image."""
+def _image_frames(path: Path) -> tuple[list[Any], bool]:
+    """Each page of the image as a grayscale array, and whether pages past MAX_IMAGE_PAGES were left;
+    a clear reason when the file is not a readable image."""
     import numpy as np
     from PIL import Image, ImageSequence, UnidentifiedImageError
 
     try:
         with Image.open(path) as image:
-            frames = []
+            frames, cut = [], False
             for n, frame in enumerate(ImageSequence.Iterator(image)):
                 if n >= MAX_IMAGE_PAGES:
                     log.warning("%s has more than %d pages; the rest are not read", path.name, MAX_IMAGE_PAGES)
+                    cut = True
                     break
                 frames.append(np.array(frame.convert("L")))
     except UnidentifiedImageError as exc:
@@ -152,4 +157,4 @@ def _image_frames(path: Path) -> list[Any]:
         raise ConversionError("the image is too large to read (over Pillow's pixel limit); scale it down to index it") from exc
     except (OSError, SyntaxError, ValueError) as exc:
         raise ConversionError(f"not a readable image ({exc}); is the file complete?") from exc
-    return frames
+    return frames, cut

@@ -3,8 +3,10 @@
 Text is decoded by its byte-order mark, then as UTF-8, then as the legacy 8-bit encoding
 it most likely is, and the decoding is noted on the document. A text or markdown file is
 one section starting at line 1, so its chunks cite line ranges. DOCX keeps its headings,
-lists and tables as markdown. The zip-bomb check and the heading escape are used by the
-other zip-based and paginated formats too (office_formats, web_formats, pdf_converter).
+lists and tables as markdown. Markdown loses its HTML comments and permalink anchors ("¶"),
+as HTML does (web_formats), by the one rule `is_permalink`. The zip-bomb check and the heading
+escape are used by the other zip-based and paginated formats too (office_formats, web_formats,
+pdf_converter).
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ from __future__ import annotations
 import codecs
 import logging
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from doc_types import ConvertedDocument, Section
 from errors import ConversionError
+from markdown_code import outside_code
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +27,55 @@ log = logging.getLogger(__name__)
 def escape_heading_marker(line: str) -> str:
     """Body text starting with '#' (a Python comment in a code sample) must not read as a markdown heading."""
     return "\\" + line if line.startswith("#") else line
+
+
+# ---------------------------------------------------------------- permalinks and comments
+
+PERMALINK_CLASSES = frozenset({"headerlink", "header-anchor", "heading-anchor", "hash-link", "anchorjs-link", "permalink"})
+PERMALINK_TITLES = ("permalink to this", "direct link to", "link to this")
+_ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\ufeff"))
+
+
+def is_permalink(href: str, text: str, classes: Iterable[str] = (), title: str = "") -> bool:
+    """Whether a link only points a heading or term at itself: Sphinx's "¶", "#" or "§" beside a heading, an
+    anchor marked "headerlink" or titled "Permalink to this headline". Page furniture: if kept, every
+    heading of a Python docs page would end in "¶", and every chunk under it would carry one."""
+    if not href.startswith("#"):
+        return False
+    sign = text.translate(_ZERO_WIDTH).strip()
+    if len(sign) <= 2 and not any(ch.isalnum() for ch in sign):
+        return True
+    return bool(PERMALINK_CLASSES & {c.lower() for c in classes}) or title.strip().lower().startswith(PERMALINK_TITLES)
+
+
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_HTML_ANCHOR = re.compile(r"<a\b([^<>]*)>(.{0,300}?)</a\s*>", re.I | re.S)
+_HTML_ATTRIBUTE = re.compile(r"""([\w:-]+)\s*=\s*("[^"]*"|'[^']*'|[^\s"'>]+)""")
+_MARKDOWN_LINK = re.compile(r"""\[([^\]\n]{0,20})\]\((#[^()\s]*)(?:\s+["']([^"'\n]*)["'])?\)""")
+
+
+def _html_permalink(match: re.Match[str]) -> bool:
+    attrs = {k.lower(): v.strip("\"'") for k, v in _HTML_ATTRIBUTE.findall(match[1])}
+    text = re.sub(r"<[^>]*>", "", match[2])  # an icon's markup around the sign
+    return is_permalink(attrs.get("href", ""), text, attrs.get("class", "").split(), attrs.get("title", ""))
+
+
+def _blanked(match: re.Match[str]) -> str:
+    """What is dropped, as the line breaks it held: the lines after it keep their numbers."""
+    return "\n" * match[0].count("\n")
+
+
+def drop_markdown_furniture(text: str) -> str:
+    """Markdown without HTML comments (Node's "<!-- YAML added: v0.1.101 -->") and permalink anchors, in
+    HTML or as markdown links; code is left as written, and every line keeps its number."""
+    out, pos = [], 0
+    for start, end in outside_code(text):
+        prose = _HTML_COMMENT.sub(_blanked, text[start:end])
+        prose = _HTML_ANCHOR.sub(lambda m: _blanked(m) if _html_permalink(m) else m[0], prose)
+        prose = _MARKDOWN_LINK.sub(lambda m: _blanked(m) if is_permalink(m[2], m[1], (), m[3] or "") else m[0], prose)
+        out += [text[pos:start], prose]
+        pos = end
+    return "".join(out) + text[pos:]
 
 
 # ---------------------------------------------------------------- DOCX
@@ -189,6 +242,7 @@ def convert_text_to_markdown(path: Path, source: str, kind: str) -> ConvertedDoc
     text, encoding, notes = read_text_file(path)
     title = path.name if kind == "code" else path.stem
     if kind == "markdown":
+        text = drop_markdown_furniture(text)
         match = re.search(r"(?m)^#\s+(.+)$", text)
         if match:
             title = match.group(1).strip()

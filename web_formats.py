@@ -2,7 +2,8 @@
 
 BeautifulSoup finds the main content (<main>, role="main", <article>, else <body>) and
 drops what is not content: scripts, styles, forms, and, around the main content,
-navigation, headers, footers and sidebars. markdownify turns the rest into markdown with
+navigation, headers, footers and sidebars, and, everywhere, comments and the permalink
+anchors beside headings ("¶", text_formats.is_permalink). markdownify turns the rest into markdown with
 `#` headings, lists and tables, so the splitter cuts it by headings and each chunk keeps
 its heading path. Links keep their text, not their address. An EPUB is a zip of such
 pages: each chapter in reading order (the spine of its package file) becomes a section
@@ -20,7 +21,7 @@ from urllib.parse import unquote
 
 from doc_types import ConvertedDocument, Section
 from errors import ConversionError
-from text_formats import check_zip_size, decode_text, read_text_file
+from text_formats import check_zip_size, decode_text, is_permalink, read_text_file
 
 NEVER_CONTENT = ["script", "style", "noscript", "template", "iframe", "svg", "canvas", "form", "button", "select", "object", "embed"]
 PAGE_FURNITURE = ["nav", "aside", "header", "footer", "menu"]
@@ -46,6 +47,7 @@ def html_to_markdown(html: str) -> tuple[str, str]:
     title = " ".join(soup.title.get_text().split()) if soup.title else ""
     for tag in soup(NEVER_CONTENT):
         tag.decompose()
+    _drop_comments_and_permalinks(soup)
     main = _main_content(soup)
     furniture = ["nav", "aside", "menu"] if main.name in ("main", "article") else PAGE_FURNITURE
     for tag in main.find_all(furniture):
@@ -62,6 +64,17 @@ def html_to_markdown(html: str) -> tuple[str, str]:
         match = re.search(r"(?m)^#\s+(.+)$", markdown)
         title = match.group(1).strip() if match else ""
     return markdown, title
+
+
+def _drop_comments_and_permalinks(soup: Any) -> None:
+    """HTML comments and the "¶" anchors Sphinx puts after each heading: neither is the page's text."""
+    from bs4 import Comment
+
+    for comment in soup.find_all(string=lambda node: isinstance(node, Comment)):
+        comment.extract()
+    for anchor in soup.find_all("a", href=True):
+        if is_permalink(str(anchor["href"]), anchor.get_text(), anchor.get("class") or (), str(anchor.get("title") or "")):
+            anchor.decompose()
 
 
 def _soup(markup: str | bytes) -> Any:

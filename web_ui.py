@@ -784,9 +784,9 @@ def serving_app(rag: RAGSystem) -> Any:
         # Questions and answers quote private documents: keep them out of the browser's storage.
         run_history=False,
         footer_links=["api"],
-        # RAGSystem refuses files over MAX_FILE_MB with its own reason; this only stops a
-        # runaway upload from filling the temp folder before that check can run.
-        max_file_size=f"{max(100, int(4 * s.max_file_mb))}mb",
+        # RAGSystem refuses files over MAX_FILE_MB (MAX_UPLOAD_MB for PDFs and images) with its own
+        # reason; this only stops a runaway upload from filling the temp folder before that check can run.
+        max_file_size=f"{max(100, int(4 * s.max_file_mb), int(s.max_upload_mb) + 1)}mb",
         auth=users or None,
     )
 

@@ -174,6 +174,25 @@ def test_a_code_block_left_open_in_a_list_item_is_closed_inside_it():
     assert [text[s.start : s.end] for s in code_spans(text + "\n\nAfter.")] == ["   ```python\n   xs = [1, 2]\n   ```"]
 
 
+@pytest.mark.parametrize("model_text", [
+    "Loop over the list:\n```python\nfor x in xs:\n    print(x[1])\n``` [1]\n\n[1]",  # on the fence, and alone under it
+    "Loop over the list:\n```python\nfor x in xs:\n    print(x[1])\n```\n\n[1]",
+    "Loop over the list:\n```python [1]\nfor x in xs:\n    print(x[1])\n```",
+])
+def test_a_citation_at_a_code_block_moves_to_the_sentence_before_it(model_text):
+    from markdown_code import code_spans
+
+    text, done = tidy_answer(model_text, "Show the code to loop over a list", [TUPLES], hit_limit=False)
+    blocks = [text[s.start : s.end] for s in code_spans(text) if s.fenced]
+    assert blocks == ["```python\nfor x in xs:\n    print(x[1])\n```"], "the block closes, its code as written"
+    assert text.startswith("Loop over the list [1]:") and text.endswith("```") and "citations moved out of code" in done
+
+
+def test_a_citation_after_a_code_block_with_no_prose_before_it_is_dropped():
+    text, _ = tidy_answer("```python\nt = (1,)\n``` [2]\n[2]", "Show the code for a one-element tuple", [TUPLES], hit_limit=False)
+    assert text == "```python\nt = (1,)\n```"
+
+
 def test_removing_citations_leaves_code_alone():
     from answer_verdict import uncited
 

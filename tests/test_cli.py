@@ -81,6 +81,22 @@ def test_index_reports_every_shipped_file(shipped):
     assert "Traceback" not in shipped["index"].stderr
 
 
+PROGRESS = re.compile(r"(\d+)(?:/(\d+)|chunk) \[.*?(\d+)/(\d+) files read\]")
+"""A state of the indexing bar: chunks embedded, of how many (none until a file is read), and files read of all."""
+
+
+def test_index_progress_counts_chunks_and_is_full_only_when_the_last_is_embedded(shipped):
+    """The bar once stood at "3/3 files" while the chunks took seconds more to embed."""
+    lines = re.split(r"[\r\n]", shipped["index"].stderr)
+    found = [PROGRESS.search(line) for line in lines if line.startswith("Embedding chunks:")]
+    states = [tuple(int(g) if g else None for g in m.groups()) for m in found if m]
+    chunks = int(re.search(r"(\d+) chunks in the index", shipped["index"].stdout).group(1))
+    assert states and states[-1] == (chunks, chunks, 3, 3), f"it ends at every chunk embedded: {states[-3:]}"
+    full = [i for i, (done, total, _, _) in enumerate(states) if total is not None and done >= total]
+    assert full and all(states[i][0] == chunks for i in full), "full only once every chunk is embedded"
+    assert any(files == 3 and done < chunks for done, _, files, _ in states), "all files read, chunks still embedding: not full"
+
+
 def test_stats_json_describes_the_index(shipped):
     result = run_cli(["stats", "--json"], shipped["env"])
     assert result.returncode == 0, result.stderr

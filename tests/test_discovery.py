@@ -80,6 +80,17 @@ def test_a_file_over_the_size_limit_is_listed_with_its_size(docs):
     assert found.skipped["huge.txt"] == "20.0 MB, larger than the 10 MB limit (raise MAX_FILE_MB to index it)"
 
 
+def test_pdfs_and_images_are_found_whatever_their_size_while_big_text_is_skipped(docs):
+    """MAX_FILE_MB holds text-like files; a scan's bytes are pixels, bounded by the converter per page."""
+    for name in ("scan.pdf", "photo.png", "notes.txt", "page.html"):
+        with open(docs / name, "wb") as fh:  # sparse: 20 MB without using the disk
+            fh.truncate(20 * 1000 * 1000)
+    found = discover(docs, 10 * 1000 * 1000)
+    assert set(found.found) == {"scan.pdf", "photo.png"}
+    assert set(found.skipped) == {"notes.txt", "page.html"}
+    assert all("MAX_FILE_MB" in reason for reason in found.skipped.values())
+
+
 def test_unsupported_types_are_listed_with_their_extension(docs):
     (docs / "song.mp3").write_bytes(b"ID3")
     (docs / "archive.zip").write_bytes(b"PK")

@@ -108,6 +108,22 @@ def test_upload_refuses_unsupported_types_and_oversized_files(make_settings, tmp
         rag.close()
 
 
+def test_a_pdf_or_image_upload_over_max_file_mb_is_accepted_up_to_max_upload_mb(make_settings, tmp_path):
+    """A scan's bytes are pixels: PDFs and images have their own, larger cap, and text keeps MAX_FILE_MB."""
+    rag = RAGSystem(make_settings(max_file_mb=0.001, max_upload_mb=0.01))
+    try:
+        scan, photo, huge = tmp_path / "scan.pdf", tmp_path / "photo.png", tmp_path / "huge.pdf"
+        scan.write_bytes(b"%PDF-1.7\n" + b"x" * 5000)
+        photo.write_bytes(b"\x89PNG" + b"x" * 5000)
+        huge.write_bytes(b"%PDF-1.7\n" + b"x" * 20_000)
+        assert [rag.add_upload(p.name, p) for p in (scan, photo)] == ["scan.pdf", "photo.png"]
+        with pytest.raises(UploadRefused, match=r"over the 0\.01 MB limit \(MAX_UPLOAD_MB\)"):
+            rag.add_upload("huge.pdf", huge)
+        assert sorted(p.name for p in rag.settings.docs_dir.iterdir()) == ["photo.png", "scan.pdf"]
+    finally:
+        rag.close()
+
+
 def test_upload_refuses_an_empty_file(open_rag, tmp_path):
     rag = open_rag()
     blank = tmp_path / "blank.pdf"

@@ -54,6 +54,23 @@ def make_pdf(path: Path, pages: list[tuple[str, str]]) -> Path:
     return path
 
 
+def make_big_scan(path: Path, lines: list[str]) -> Path:
+    """An image-only PDF, one line of large text a page, its pixels stored uncompressed at 150 dpi as some
+    scanners save them: 6.3 MB a page, over MAX_FILE_MB's 10 MB in three pages."""
+    doc = pymupdf.open()
+    for line in lines:
+        sheet = pymupdf.open()
+        sheet.new_page(width=612, height=792).insert_textbox(pymupdf.Rect(40, 60, 580, 200), line, fontsize=22)
+        pixmap = sheet[0].get_pixmap(dpi=150)
+        page = doc.new_page(width=612, height=792)
+        xref = page.insert_image(page.rect, pixmap=pixmap)
+        doc.update_stream(xref, pixmap.samples, compress=False)
+        doc.xref_set_key(xref, "Filter", "null")
+        doc.xref_set_key(xref, "DecodeParms", "null")
+    doc.save(path, deflate=False)
+    return path
+
+
 class CountingEngine:
     """The real engine, counting the images it is given."""
 
@@ -87,6 +104,18 @@ def test_image_only_pdf_is_indexed_not_skipped_and_cites_its_right_page(open_rag
     (passage, *_) = rag.retrieve_context("What temperature for green tea?")
     assert (passage.source, passage.page) == ("scan.pdf", 2)
     assert rag.stats()["failed"] == {}
+
+
+def test_a_scan_over_max_file_mb_is_indexed_and_cited_by_page(open_rag):
+    """A PDF's bytes are pixels: the converter bounds it by page time and memory, not MAX_FILE_MB."""
+    rag = open_rag(chunk_size=300, chunk_overlap=50, ocr_dpi=100)  # large type reads well at 100 dpi, and fast
+    scan = make_big_scan(rag.settings.docs_dir / "big-scan.pdf", [KETTLE, TEA, BIKE])
+    assert scan.stat().st_size > 1.5 * rag.settings.max_file_mb * 1e6
+    report = rag.index()
+    assert report.added == ["big-scan.pdf"] and report.failed == {} and report.skipped == {}
+    (passage, *_) = rag.retrieve_context("How hard should I pump the bicycle tyres?")
+    assert (passage.source, passage.page) == ("big-scan.pdf", 3) and "OCR" in passage.location
+    assert "bar" in words(passage.text)
 
 
 def test_mixed_pdf_ocrs_its_scanned_pages_and_never_its_text_pages(tmp_path, counting):

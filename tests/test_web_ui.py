@@ -155,7 +155,9 @@ def test_a_citation_added_after_a_code_block_leaves_the_fence_closed():
 
     grounding = Grounding([SentenceSupport("Use a list, written with brackets:", [], 0.9, 1.0, True, (2, 0))])
     text = add_missing_citations(CODE_ANSWER, grounding)
-    assert text.endswith("```\n\n[2]"), "the citation goes on its own line, not onto the closing fence"
+    assert text.endswith("\n```") and text.startswith("Use a list, written with brackets [2]:"), (
+        "the citation goes to the prose before the code, neither onto the closing fence nor alone under it"
+    )
     shown = answer_render.answer_markdown(synthetic_answer(text, [synthetic_passage("a"), synthetic_passage("b")]))
     html_text = rendered_html(shown)
     assert code_blocks(html_text) == ["xs = [1, 2]\nif len(xs) &lt; 3:\n    print(xs[1])\n"], "the code, as written, and only it"
