@@ -125,7 +125,7 @@ GUIDE_PAGES: list[list[tuple[str, str]]] = [
         ("h1", "2. Installation"),
         (
             "p",
-            "docqa needs Python 3.11. Check the version with python3 --version before you "
+            "docqa needs Python 3.11, 3.12 or 3.13. Check the version with python3 --version before you "
             "start. No graphics card is needed: the models docqa ships with run on an "
             "ordinary CPU.",
         ),
