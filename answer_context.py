@@ -156,7 +156,9 @@ term's text, where a quote stops as it does at a heading. Seen with Debian's use
 quote about www-data ran on into the entry for the backup user."""
 
 
-def select_quotes(sentences: PassageSentences, scores: Sequence[np.ndarray], most: int = 2) -> list[Quote]:
+def select_quotes(
+    sentences: PassageSentences, scores: Sequence[np.ndarray], most: int = 2, margin: float | None = QUOTE_MARGIN
+) -> list[Quote]:
     """The best-scoring quotable sentences, best first, each with what follows it in its passage:
     one, or two when the second is nearly as good. A section's opening sentence scores as its
     heading does (`_under_headings`); the model's context is cut without that, which measured
@@ -173,7 +175,7 @@ def select_quotes(sentences: PassageSentences, scores: Sequence[np.ndarray], mos
             continue
         if _DOT_LEADER.search(quote.text):
             continue
-        if picked and quote.score < picked[0].score - QUOTE_MARGIN:
+        if picked and margin is not None and quote.score < picked[0].score - margin:
             break
         picked.append(quote)
         if len(picked) == most:

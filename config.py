@@ -72,7 +72,7 @@ class Settings:
     ocr_dpi: int = _setting(
         200,
         "Resolution a scanned PDF page is rendered at for OCR. On ten Think Python pages: character error rate 5.5% "
-        "(median 2.2%); 300 reads better (3.8%) at about the same speed, 150 worse (6.3%) and no faster (README).",
+        "(median 2.2%); 300 reads better (3.8%) at about the same speed, 150 worse (6.3%) and no faster (docs/formats.md).",
     )
     ocr_threads: int = _setting(
         0, "CPU threads of the OCR engine in each converter worker; 0 shares the cores among the workers."
@@ -185,6 +185,13 @@ class Settings:
         "auto",
         "auto (Ollama when it answers, else embedded llama.cpp), ollama or llamacpp.",
         choices=("auto", "ollama", "llamacpp"),
+    )
+    answer_design: str = _setting(
+        "free",
+        "How the model answers: free (it writes its answer from the passages; checks decide whether it is shown) or "
+        "evidence (it picks which of a few excerpts answer and phrases them, in a JSON shape; citations come from "
+        "its picks and one judge holds the answer to them). docs/answer-results.md compares them.",
+        choices=("free", "evidence"),
     )
     ollama_host: str = _setting("http://127.0.0.1:11434", "Ollama server address.")
     ollama_model: str = _setting("llama3.2", "Ollama model name.")

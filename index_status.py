@@ -6,8 +6,8 @@ both front ends)."""
 from __future__ import annotations
 
 import logging
-import threading
 import math
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager

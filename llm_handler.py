@@ -33,6 +33,8 @@ logger = logging.getLogger(__name__)
 
 Message = dict[str, str]
 """One chat message, OpenAI style: {"role": "system" | "user" | "assistant", "content": ...}."""
+Schema = dict[str, Any]
+"""A JSON schema the answer must follow."""
 
 REFUSAL = "The documents do not cover this."
 
@@ -106,10 +108,11 @@ class LLMBackend(ABC):
     """Human-readable backend and model, e.g. "ollama:llama3.2"."""
 
     @abstractmethod
-    def stream(self, messages: list[Message], max_tokens: int | None = None) -> Iterator[str]:
+    def stream(self, messages: list[Message], max_tokens: int | None = None, schema: Schema | None = None) -> Iterator[str]:
         """Yield the answer as it is generated; raise LLMError subclasses on failure.
 
-        `max_tokens` overrides LLM_MAX_TOKENS for this call.
+        `max_tokens` overrides LLM_MAX_TOKENS for this call. `schema`, a JSON schema, makes the
+        answer one JSON value of that shape (llama.cpp's grammar, Ollama's `format`).
         """
 
     def warm_up(self) -> None:  # noqa: B027 - a no-op by default: a server backend loads its model itself
@@ -182,7 +185,7 @@ class OllamaBackend(LLMBackend):
         if not _has_model(names, self.model):
             raise self._model_missing()
 
-    def stream(self, messages: list[Message], max_tokens: int | None = None) -> Iterator[str]:
+    def stream(self, messages: list[Message], max_tokens: int | None = None, schema: Schema | None = None) -> Iterator[str]:
         import httpx
 
         s = self._settings
@@ -196,7 +199,7 @@ class OllamaBackend(LLMBackend):
         done = False
         tokens: int | None = None
         try:
-            for chunk in self._client.chat(model=self.model, messages=messages, stream=True, options=options):
+            for chunk in self._client.chat(model=self.model, messages=messages, stream=True, options=options, format=schema):
                 text = chunk.message.content or ""
                 if text:
                     pieces += 1
@@ -324,7 +327,7 @@ class LlamaCppBackend(LLMBackend):
             )
         return self._llm
 
-    def stream(self, messages: list[Message], max_tokens: int | None = None) -> Iterator[str]:
+    def stream(self, messages: list[Message], max_tokens: int | None = None, schema: Schema | None = None) -> Iterator[str]:
         max_tokens = max_tokens or self._settings.llm_max_tokens
         with self._lock:
             llm = self._model()
@@ -339,6 +342,7 @@ class LlamaCppBackend(LLMBackend):
                     max_tokens=max_tokens,
                     repeat_penalty=self._settings.llm_repeat_penalty,
                     stop=LLAMACPP_STOP,
+                    response_format={"type": "json_object", "schema": schema} if schema is not None else None,  # type: ignore[typeddict-item]
                 )
                 for chunk in cast("Iterator[dict[str, Any]]", chunks):
                     text: str | None = chunk["choices"][0]["delta"].get("content")

@@ -16,6 +16,7 @@ from typing import Any, Callable, Generator, Iterator
 import conversation
 import documents_folder
 import embeddings
+import evidence_answer as evidence
 import whole_document
 from answer_context import compact_passages, quotes_json, select_quotes, sentence_scores
 from answer_render import is_refusal as model_refused  # the one refusal rule, shared with the evaluation
@@ -210,6 +211,9 @@ class RAGSystem:
         if checks and not answer.relevance.get("relevant", True) and not undecided:
             yield self._refuse(answer, checks, started)
             return
+        if checks and self.settings.answer_design == "evidence":
+            yield from self._answer_by_evidence(answer, search, checks, started)
+            return
         if checks and not undecided:  # an undecided question shows no quotes until the model has read the passages
             self._quote(answer, checks)
             answer.timings["quotes_s"] = time.perf_counter() - started
@@ -270,6 +274,56 @@ class RAGSystem:
             log.info("Doubtful question, model's answer set aside: refused (%s)", reason)
             answer.set_aside, answer.notice, answer.quotes = None, notice, []
         yield self._refuse(answer, checks, started, nearest=True)
+
+    def _answer_by_evidence(self, answer: Answer, question: str, checks: Any, started: float) -> Iterator[Answer]:
+        """The program picks the excerpts, the model says which answer and phrases them, one judge decides
+        (evidence_answer.py). The instant quotes come first; the draft streams as `done` False."""
+        labels = [p.label for p in answer.passages]
+        self._quote(answer, checks)
+        answer.timings["quotes_s"] = time.perf_counter() - started
+        yield answer
+        excerpts = evidence.pick_excerpts(checks[0], checks[2])
+        messages = evidence.evidence_messages(question, excerpts, labels)
+        answer.timings["prompt_chars"] = float(sum(len(m["content"]) for m in messages))
+        raw = yield from self._stream_draft(answer, messages, evidence.answer_schema(excerpts), started)
+        if answer.error:  # the model failed: the quotes stand, or the error says what to do
+            if answer.quotes:
+                answer.text = evidence.partial_answer(raw)
+                self._quotes_stand(answer, checks, f"the model stopped ({answer.error})")
+            yield self._finish(answer, started)
+            return
+        draft = evidence.read_draft(raw, excerpts)
+        if draft.readable and not draft.answered:
+            answer.quotes = []
+            yield self._refuse(answer, checks, started, nearest=True)
+            return
+        verdict = evidence.judge_draft(draft, excerpts, question)
+        answer.quotes = quotes_json(evidence.excerpt_quotes(evidence.evidence_of(draft, excerpts)), labels)
+        answer.text = evidence.cited_answer(draft, excerpts) if draft.text else raw
+        if verdict.shown:
+            self._ground(answer, checks)  # for the highlights; the judge above decided
+            answer.unsupported = []
+        else:
+            log.info("Evidence answer set aside: %s (%r)", verdict.reason, raw)
+            self._quotes_stand(answer, checks, verdict.reason)
+        yield self._finish(answer, started)
+
+    def _stream_draft(
+        self, answer: Answer, messages: list[dict[str, str]], schema: dict[str, Any], started: float
+    ) -> Generator[Answer, None, str]:
+        """Stream the model's JSON reply; the answer's text shows its "answer" field as it grows. Returns the reply."""
+        raw = ""
+        try:
+            llm = self.llm
+            answer.model = llm.name
+            for piece in llm.stream(messages, self.settings.llm_max_tokens, schema=schema):
+                answer.timings.setdefault("first_token_s", time.perf_counter() - started)
+                raw += piece
+                answer.text = evidence.partial_answer(raw)
+                yield answer
+        except LLMError as exc:
+            self._llm_failed(answer, exc)
+        return raw
 
     def _refuse(self, answer: Answer, checks: Any, started: float, nearest: bool = False) -> Answer:
         """The documents do not cover the question: say so, with the closest passages, instead of
