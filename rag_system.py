@@ -293,9 +293,14 @@ class RAGSystem:
             yield self._finish(answer, started)
             return
         draft = evidence.read_draft(raw, excerpts)
-        if draft.readable and not draft.answered:
-            answer.quotes = []
+        if draft.readable and not draft.answered and answer.relevance.get("model_decides"):
+            answer.quotes = []  # the gate doubted the passages and the model found no answer in them
             yield self._refuse(answer, checks, started, nearest=True)
+            return
+        if draft.readable and not draft.answered:  # close passages the model found no answer in: the reader decides
+            answer.text = ""
+            self._quotes_stand(answer, checks, "the model found no answer in the passages; check whether these sentences answer your question")
+            yield self._finish(answer, started)
             return
         verdict = evidence.judge_draft(draft, excerpts, question)
         answer.quotes = quotes_json(evidence.excerpt_quotes(evidence.evidence_of(draft, excerpts)), labels)
