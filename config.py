@@ -173,6 +173,16 @@ class Settings:
     max_chunks_per_file: int = _setting(
         3, "At most this many passages from one file per answer (0 = no cap)."
     )
+    source_min_ratio: float = _setting(
+        0.5,
+        "A passage is listed as a source only if its fused score is at least this share of the best "
+        "passage's; the others are counted as weak matches, one click away (answer_sources.py).",
+    )
+    source_min_score: float = _setting(
+        0.2,
+        "And only if its fused score, normalised to the best a chunk can get, reaches this floor. "
+        "Both measured with bench/source_floor.py so that no gold passage is hidden (docs/retrieval-results.md).",
+    )
     # LLM
     llm_backend: str = _setting(
         "auto",
