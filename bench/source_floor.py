@@ -45,8 +45,8 @@ SETS = {
         Path("/usr/share/doc/nodejs/api/dgram.md"),
     ]),
 }
-RATIOS = [0.3, 0.4, 0.5, 0.6, 0.7]
-FLOORS = [0.0, 0.1, 0.2, 0.3, 0.4]
+RATIOS = [0.3, 0.4, 0.45, 0.5, 0.55, 0.6]
+FLOORS = [0.0, 0.3, 0.4, 0.5]
 
 
 @dataclass
