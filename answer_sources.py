@@ -19,6 +19,14 @@ final: the passages the answer cites (or quotes) first, in the order the text ci
 then the other close ones in retrieval order, then the weak ones. One numbering runs over
 them all, and every [n] the answer holds (its text, the set-aside text, the quotes and the
 highlights) is renumbered to it, so [n] names the n-th card everywhere.
+
+The weak matches are not dropped from the JSON: `Answer.to_json()` (ask --json, REST, the
+OpenAI `docqa` field) lists them after the others in `sources`, each with `"weak": true`, so
+`sources[n-1]` is what [n] cites; the MCP answer carries them as `weak_matches`. The UI and the
+text answers show them collapsed or counted. A front end that printed the answer while it
+streamed (the terminal, the OpenAI stream) printed the prompt's numbers, before the list was
+arranged: `Answer.renumbered` maps them, and `as_streamed`/`streamed_sources_text` list the
+sources by the numbers it printed.
 """
 
 from __future__ import annotations
