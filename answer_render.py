@@ -202,7 +202,13 @@ def answer_as_text(answer: AnswerView) -> str:
     quotes = list(getattr(answer, "quotes", None) or [])
     if quotes and getattr(answer, "set_aside", None) is None and not getattr(answer, "refused", False):
         text = f"From the documents:\n{quote_lines(quotes)}\n\nAnswer: {text}"
-    return text + sources_text(answer.passages, text)
+    more = len(getattr(answer, "more_passages", None) or [])
+    return text + sources_text(answer.passages, text) + (f"\n({weak_matches_note(more)} left out)" if more else "")
+
+
+def weak_matches_note(count: int) -> str:
+    """How the source lists count the weak matches they leave out (answer_sources.py): "2 more weak matches"."""
+    return f"{count} more weak match{'' if count == 1 else 'es'}"
 
 
 def sources_text(passages: Sequence[PassageView], text: str) -> str:
@@ -484,13 +490,19 @@ def source_card_html(n: int, passage: PassageView, highlights: list[str]) -> str
 
 
 def sources_html(answer: AnswerView) -> str:
-    """The passages behind an answer, with where they come from, as escaped HTML."""
+    """The passages behind an answer, with where they come from, as escaped HTML; its weak matches collapsed under them."""
     if not answer.passages:
         return "<p class='docqa-empty'>No sources.</p>"
     highlights = getattr(answer, "highlights", None) or {}
     parts = [f"<p class='docqa-model'>{html.escape(answer_note(answer))}</p>"]
     for n, p in enumerate(answer.passages, start=1):
         parts.append(source_card_html(n, p, list(highlights.get(n, []))))
+    more = list(getattr(answer, "more_passages", None) or [])
+    if more:  # far from the question and uncited: counted, one click away, numbered on after the list
+        cards = [source_card_html(n, p, list(highlights.get(n, []))) for n, p in enumerate(more, start=len(answer.passages) + 1)]
+        parts.append(
+            f"<details class='docqa-weak'><summary>{weak_matches_note(len(more))}</summary>\n" + "\n".join(cards) + "\n</details>"
+        )
     return "\n".join(parts)
 
 

@@ -56,9 +56,19 @@ class Answer:
     """What was cut from the model's raw text: "repetition cut", "code removed", "cut off"."""
     indexing: str | None = None
     """Asked while a sync runs: that the answer uses only what is indexed so far, with files done of total."""
+    more_passages: list[Passage] = field(default_factory=list)
+    """Weak matches left out of the source list, once the answer is done (answer_sources.py): the model
+    read them, the answer does not cite them, and they are far from the question. They are numbered
+    after `passages`: the first is len(passages) + 1."""
+    renumbered: dict[int, int] = field(default_factory=dict)
+    """Passage number as the answer streamed (the prompt's order) -> its number in the list, when the
+    list was reordered; the text, quotes and highlights hold the new numbers (answer_sources.py)."""
 
     def sources_json(self) -> list[dict[str, Any]]:
-        return [passage_json(p) for p in self.passages]
+        """The listed sources, then the weak matches, each flagged `weak`; `n` in a citation is its place here."""
+        return [{**passage_json(p), "weak": False} for p in self.passages] + [
+            {**passage_json(p), "weak": True} for p in self.more_passages
+        ]
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -180,6 +180,17 @@ class Settings:
     max_chunks_per_file: int = _setting(
         3, "At most this many passages from one file per answer (0 = no cap)."
     )
+    source_min_ratio: float = _setting(
+        0.45,
+        "A passage is listed as a source only if its fused score is at least this share of the best "
+        "passage's; the others are counted as weak matches, one click away (answer_sources.py). "
+        "The lowest gold passage of three question sets stood at 0.53 (bench/source_floor.py).",
+    )
+    source_min_score: float = _setting(
+        0.3,
+        "And only if its fused score, normalised to the best a chunk can get, reaches this floor "
+        "(the lowest gold passage: 0.42). 0 lists every passage the ratio keeps.",
+    )
     # LLM
     llm_backend: str = _setting(
         "auto",

@@ -14,15 +14,23 @@ leaves the excerpts standing as the answer.
 from __future__ import annotations
 
 import json
+import logging
 import re
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from answer_check import exact_mismatches
-from answer_context import Quote, select_quotes
+from answer_context import Quote, quotes_json, select_quotes
+from answer_review import AnswerReview, Evidence
+from answer_types import Answer
+from errors import LLMError
 from grounding import PassageSentences, content_terms
+from llm_handler import LLMBackend
+
+log = logging.getLogger(__name__)
 
 EXCERPTS = 5
 """Excerpts the model chooses from: the quote selector's best, each a sentence and what follows it."""
@@ -172,3 +180,62 @@ def evidence_of(draft: Draft, excerpts: Sequence[Excerpt]) -> list[Excerpt]:
     """The excerpts the draft names, or all of them when it names none."""
     named = [e for e in excerpts if e.number in draft.evidence]
     return named or list(excerpts)
+
+
+class EvidenceAnswer:
+    """The design's stages for one answer: excerpts -> draft (streamed) -> judgement -> the answer shown.
+
+    `review` owns the quotes, refusals and highlights; `model` gives the LLM backend when first
+    needed; `failed` records a backend error on the answer (RAGSystem._llm_failed).
+    """
+
+    def __init__(
+        self, review: AnswerReview, model: Callable[[], LLMBackend], max_tokens: int, failed: Callable[[Answer, LLMError], None]
+    ) -> None:
+        self.review, self.model, self.max_tokens, self.failed = review, model, max_tokens, failed
+
+    def run(self, answer: Answer, question: str, evidence: Evidence, started: float) -> Iterator[Answer]:
+        """Yield the answer as its draft streams; it ends judged, refused or with the quotes standing (not yet `done`)."""
+        labels = [p.label for p in answer.passages]
+        excerpts = pick_excerpts(evidence.sentences, evidence.scores)
+        messages = evidence_messages(question, excerpts, labels)
+        answer.timings["prompt_chars"] = float(sum(len(m["content"]) for m in messages))
+        raw = yield from self._draft(answer, messages, answer_schema(excerpts), started)
+        if answer.error:  # the model failed: the quotes stand, or the error says what to do
+            if answer.quotes:
+                answer.text = partial_answer(raw)
+                self.review.quotes_stand(answer, evidence, f"the model stopped ({answer.error})")
+            return
+        draft = read_draft(raw, excerpts)
+        if draft.readable and not draft.answered:
+            if answer.relevance.get("model_decides"):  # the gate doubted the passages, and the model found no answer
+                answer.quotes = []
+                self.review.refuse(answer, evidence, nearest=True)
+            else:  # close passages the model found no answer in: the reader decides
+                answer.text = ""
+                self.review.quotes_stand(answer, evidence, "the model found no answer in the passages; check whether these sentences answer your question")
+            return
+        verdict = judge_draft(draft, excerpts, question)
+        answer.quotes = quotes_json(excerpt_quotes(evidence_of(draft, excerpts)), labels)
+        answer.text = cited_answer(draft, excerpts) if draft.text else raw
+        if verdict.shown:
+            self.review.ground(answer, evidence)  # for the highlights; the judge above decided
+            answer.unsupported = []
+        else:
+            log.info("Evidence answer set aside: %s (%r)", verdict.reason, raw)
+            self.review.quotes_stand(answer, evidence, verdict.reason)
+
+    def _draft(self, answer: Answer, messages: list[dict[str, str]], schema: dict[str, object], started: float) -> Generator[Answer, None, str]:
+        """Stream the JSON reply; the answer's text shows its "answer" field as it grows. Returns the reply."""
+        raw = ""
+        try:
+            llm = self.model()
+            answer.model = llm.name
+            for piece in llm.stream(messages, self.max_tokens, schema=schema):
+                answer.timings.setdefault("first_token_s", time.perf_counter() - started)
+                raw += piece
+                answer.text = partial_answer(raw)
+                yield answer
+        except LLMError as exc:
+            self.failed(answer, exc)
+        return raw

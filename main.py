@@ -217,7 +217,8 @@ def cmd_index(rag: RAGSystem, args: argparse.Namespace) -> int:
 
 
 def cmd_ask(rag: RAGSystem, args: argparse.Namespace) -> int:
-    from answer_render import source_line
+    from answer_render import source_line, weak_matches_note
+    from answer_sources import streamed_number
 
     if not args.no_index:
         rag.index()
@@ -238,10 +239,12 @@ def cmd_ask(rag: RAGSystem, args: argparse.Namespace) -> int:
         for sentence in answer.unsupported:
             print(f"  - {' '.join(sentence.split())}")
     print(f"\n— {answer.model or 'no model'}")
-    if answer.passages:
+    if answer.passages:  # numbered as the answer was printed while it streamed, cited first
         print("\nClosest passages:" if answer.refused else "\nSources:")
         for n, passage in enumerate(answer.passages, start=1):
-            print(source_line(n, passage))
+            print(source_line(streamed_number(answer, n), passage))
+    if answer.more_passages:
+        print(f"({weak_matches_note(len(answer.more_passages))}: far from the question; `ask --json` lists them)")
     return 0 if not answer.error else 1
 
 
@@ -252,6 +255,7 @@ def stream_to_terminal(updates: Iterator[Answer]) -> Answer | None:
     says so, and the quotes above stand as the answer.
     """
     from answer_render import quote_lines
+    from answer_sources import as_streamed
 
     printed = 0
     quoted = False
@@ -267,7 +271,7 @@ def stream_to_terminal(updates: Iterator[Answer]) -> Answer | None:
     if answer is None:
         return None
     if answer.set_aside is not None and not quoted:
-        print(answer.text)
+        print(as_streamed(answer, answer.text))
     print()
     OpenLine.open = False
     if answer.notice:

@@ -52,6 +52,9 @@ class AskResult(BaseModel):
     refused: bool
     quotes: list[dict[str, Any]]
     citations: list[dict[str, Any]] = Field(description="Passage n is what [n] in the answer cites.")
+    weak_matches: list[dict[str, Any]] = Field(
+        default_factory=list, description="Passages far from the question that the answer does not cite, numbered on after the citations."
+    )
     unsupported: list[str] = Field(description="Answer sentences no cited passage supports.")
     notice: str | None
     model: str

@@ -21,7 +21,8 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from answer_render import answer_as_text, quote_lines, sources_text
+from answer_render import answer_as_text, quote_lines
+from answer_sources import as_streamed, streamed_sources_text
 from api_guard import error_body
 from service import guarded
 
@@ -130,12 +131,12 @@ def completion_chunks(updates: Iterator[Answer]) -> Iterator[str]:
         return
     tail = ""
     if answer.set_aside is not None and not quoted:
-        tail += f"\n\n{answer.text}"
+        tail += f"\n\n{as_streamed(answer, answer.text)}"  # the numbers the streamed text used
     if answer.notice:
         tail += f"\n\n⚠ {answer.notice}" + (" (the quotes above stand as the answer)" if answer.set_aside is not None and quoted else "")
     if answer.indexing:
         tail += f"\n\n{answer.indexing}"
-    tail += sources_text(answer.passages, streamed + tail)
+    tail += streamed_sources_text(answer, streamed + tail)
     if tail:
         yield event({"content": tail})
     yield event({}, "stop", docqa=answer.to_json())

@@ -11,22 +11,23 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Generator, Iterator
+from typing import Any, Callable, Iterator
 
 import conversation
 import documents_folder
 import embeddings
 import evidence_answer as evidence
 import whole_document
-from answer_context import compact_passages, quotes_json, select_quotes, sentence_scores
 from answer_render import is_refusal as model_refused  # the one refusal rule, shared with the evaluation
-from answer_render import refusal_text
+from answer_review import AnswerReview, Evidence
+from answer_sources import arrange_sources
 from answer_types import Answer
 from config import Settings
+from conversation import looks_like_follow_up, make_standalone
 from data_folder import DataLock, LockMode, ensure_writable, open_stores_or_rebuild
 from embeddings import EmbeddingBackend
-from errors import EmbeddingError, LLMError, describe_error
-from grounding import claim_sentences
+from errors import LLMError, describe_error
+from free_answer import FreeAnswer
 from index_status import (
     AnswersFirst,
     DocumentStatus,
@@ -37,8 +38,9 @@ from index_status import (
     manifest_stats,
 )
 from indexer import Indexer, IndexReport, Progress, SyncStep
-from llm_handler import REFUSAL, LLMBackend, answering_model, make_llm_backend
+from llm_handler import LLMBackend, answering_model, make_llm_backend
 from page_images import render_page_png
+from question_intent import asks_for_document_list, split_question
 from retriever import Passage, Retriever, Where
 from vector_store import NullVectorStore, VectorStore
 from watcher import FolderWatcher
@@ -70,6 +72,8 @@ class RAGSystem:
         self._turns = AnswersFirst(on_pause=self._tracker.pause)
         self.indexer = Indexer(settings, self.vectors, self.keywords, self.embedder, wait_turn=self._turns.wait_turn)
         self.retriever = Retriever(settings, self.vectors, self.keywords, self.embedder)
+        self.review = AnswerReview(settings, self.embedder, self.keywords)
+        self.free = FreeAnswer(settings, lambda: self.llm, self._llm_failed)
         self._given_llm = llm
         self._llm: Any = llm
         self._llm_lock = threading.Lock()
@@ -172,8 +176,6 @@ class RAGSystem:
     def _answer_stream(
         self, question: str, k: int | None, where: Where | None, history: list[dict[str, str]] | None
     ) -> Iterator[Answer]:
-        from question_intent import asks_for_document_list, split_question
-
         question = question.strip()
         answer = Answer(question=question)
         started = time.perf_counter()
@@ -189,8 +191,6 @@ class RAGSystem:
         if summary:
             yield from self._answer_summary(answer, summary, started)
             return
-        from conversation import looks_like_follow_up
-
         history = history or []
         follow_up = looks_like_follow_up(question, history)
         search = self._standalone(answer, history) if follow_up else question
@@ -205,30 +205,36 @@ class RAGSystem:
             answer.kind, answer.refused = "refusal", True
             yield self._finish(answer, started)
             return
-        checks = self._prepare_checks(answer, search, rare)
+        checks = self.review.evidence(answer, search, rare) if self.vectors.available else None
         self._doubt_unnamed(answer, search)
         undecided = bool(checks and answer.relevance.get("model_decides") and self._available_llm() is not None)
         if checks and not answer.relevance.get("relevant", True) and not undecided:
             yield self._refuse(answer, checks, started)
             return
         if checks and self.settings.answer_design == "evidence":
-            yield from self._answer_by_evidence(answer, search, checks, started)
-            return
-        if checks and not undecided:  # an undecided question shows no quotes until the model has read the passages
-            self._quote(answer, checks)
+            self.review.quote(answer, checks)
             answer.timings["quotes_s"] = time.perf_counter() - started
             yield answer
-        yield from self._generate(answer, search, history if follow_up else [], started, checks)
+            yield from evidence.EvidenceAnswer(self.review, lambda: self.llm, self.settings.llm_max_tokens, self._llm_failed).run(
+                answer, search, checks, started
+            )
+            yield self._finish(answer, started)
+            return
+        if checks and not undecided:  # an undecided question shows no quotes until the model has read the passages
+            self.review.quote(answer, checks)
+            answer.timings["quotes_s"] = time.perf_counter() - started
+            yield answer
+        yield from self.free.generate(answer, search, history if follow_up else [], started, checks)
         declined = bool(answer.text and not answer.error and model_refused(answer.text))
-        if undecided:
+        if undecided and checks is not None:
             yield from self._model_decides(answer, checks, search, declined, started)
             return
-        if declined and answer.quotes:
-            self._quotes_stand(answer, checks, "the model found no answer in the passages; check whether these sentences answer your question")
+        if declined and answer.quotes and checks is not None:  # quotes come from the checks
+            self.review.quotes_stand(answer, checks, "the model found no answer in the passages; check whether these sentences answer your question")
         elif declined:
             answer.kind, answer.refused = "refusal", True
         elif checks and answer.text and not answer.error:
-            self._judge(answer, checks, search, self._ground(answer, checks))
+            self.review.judge(answer, checks, search, self.review.ground(answer, checks))
         yield self._finish(answer, started)
 
     def _doubt_unnamed(self, answer: Answer, question: str) -> None:
@@ -250,7 +256,7 @@ class RAGSystem:
             log.info("No document names %s: the question is doubted", ", ".join(unnamed))
             answer.relevance.update(relevant=False, model_decides=True)
 
-    def _model_decides(self, answer: Answer, checks: Any, question: str, declined: bool, started: float) -> Iterator[Answer]:
+    def _model_decides(self, answer: Answer, checks: Evidence, question: str, declined: bool, started: float) -> Iterator[Answer]:
         """A question the relevance rules doubt: the model's answer is shown only if it passes its
         checks; if the model finds no answer, or what it writes is set aside, the documents do
         not cover the question. The quotes do not stand in as an answer (they would answer a
@@ -264,8 +270,8 @@ class RAGSystem:
         do I run unit tests with pytest?" beside the book's test code under `if __name__`)."""
         if not declined and not answer.error and answer.text:
             notice = answer.notice
-            self._quote(answer, checks)
-            grounding = self._judge(answer, checks, question, self._ground(answer, checks))
+            self.review.quote(answer, checks)
+            grounding = self.review.judge(answer, checks, question, self.review.ground(answer, checks))
             backed = grounding.supported_share if grounding is not None and grounding.supported_share is not None else 1.0
             if answer.set_aside is None and backed >= self.settings.doubted_min_supported:
                 yield self._finish(answer, started)
@@ -275,77 +281,9 @@ class RAGSystem:
             answer.set_aside, answer.notice, answer.quotes = None, notice, []
         yield self._refuse(answer, checks, started, nearest=True)
 
-    def _answer_by_evidence(self, answer: Answer, question: str, checks: Any, started: float) -> Iterator[Answer]:
-        """The program picks the excerpts, the model says which answer and phrases them, one judge decides
-        (evidence_answer.py). The instant quotes come first; the draft streams as `done` False."""
-        labels = [p.label for p in answer.passages]
-        self._quote(answer, checks)
-        answer.timings["quotes_s"] = time.perf_counter() - started
-        yield answer
-        excerpts = evidence.pick_excerpts(checks[0], checks[2])
-        messages = evidence.evidence_messages(question, excerpts, labels)
-        answer.timings["prompt_chars"] = float(sum(len(m["content"]) for m in messages))
-        raw = yield from self._stream_draft(answer, messages, evidence.answer_schema(excerpts), started)
-        if answer.error:  # the model failed: the quotes stand, or the error says what to do
-            if answer.quotes:
-                answer.text = evidence.partial_answer(raw)
-                self._quotes_stand(answer, checks, f"the model stopped ({answer.error})")
-            yield self._finish(answer, started)
-            return
-        draft = evidence.read_draft(raw, excerpts)
-        if draft.readable and not draft.answered and answer.relevance.get("model_decides"):
-            answer.quotes = []  # the gate doubted the passages and the model found no answer in them
-            yield self._refuse(answer, checks, started, nearest=True)
-            return
-        if draft.readable and not draft.answered:  # close passages the model found no answer in: the reader decides
-            answer.text = ""
-            self._quotes_stand(answer, checks, "the model found no answer in the passages; check whether these sentences answer your question")
-            yield self._finish(answer, started)
-            return
-        verdict = evidence.judge_draft(draft, excerpts, question)
-        answer.quotes = quotes_json(evidence.excerpt_quotes(evidence.evidence_of(draft, excerpts)), labels)
-        answer.text = evidence.cited_answer(draft, excerpts) if draft.text else raw
-        if verdict.shown:
-            self._ground(answer, checks)  # for the highlights; the judge above decided
-            answer.unsupported = []
-        else:
-            log.info("Evidence answer set aside: %s (%r)", verdict.reason, raw)
-            self._quotes_stand(answer, checks, verdict.reason)
-        yield self._finish(answer, started)
-
-    def _stream_draft(
-        self, answer: Answer, messages: list[dict[str, str]], schema: dict[str, Any], started: float
-    ) -> Generator[Answer, None, str]:
-        """Stream the model's JSON reply; the answer's text shows its "answer" field as it grows. Returns the reply."""
-        raw = ""
-        try:
-            llm = self.llm
-            answer.model = llm.name
-            for piece in llm.stream(messages, self.settings.llm_max_tokens, schema=schema):
-                answer.timings.setdefault("first_token_s", time.perf_counter() - started)
-                raw += piece
-                answer.text = evidence.partial_answer(raw)
-                yield answer
-        except LLMError as exc:
-            self._llm_failed(answer, exc)
-        return raw
-
-    def _refuse(self, answer: Answer, checks: Any, started: float, nearest: bool = False) -> Answer:
-        """The documents do not cover the question: say so, with the closest passages, instead of
-        guessing; with `nearest`, also their sentences nearest to the question, verbatim, and then,
-        unless a named word is missing, the reply opens "No answer could be confirmed" instead
-        (answer_render.refusal_text)."""
-        from answer_verdict import quotes_markdown
-
-        answer.kind, answer.refused = "refusal", True
-        unnamed = answer.relevance.get("unnamed")  # the passages match the question's other words: say why they do not answer it
-        quotes = select_quotes(checks[0], checks[2]) if nearest and checks else []
-        answer.text = refusal_text(
-            answer.passages,
-            reason=f"No document names {' or '.join(unnamed)}." if unnamed else "",
-            nearest=quotes_markdown(quotes, [p.label for p in answer.passages]) if quotes else "",
-        )
-        self._ground(answer, checks)
+    def _refuse(self, answer: Answer, checks: Evidence | None, started: float, nearest: bool = False) -> Answer:
+        """The documents do not cover the question: the closest passages instead of a guess (AnswerReview.refuse)."""
+        self.review.refuse(answer, checks, nearest)
         return self._finish(answer, started)
 
     def ask(
@@ -357,11 +295,13 @@ class RAGSystem:
         return answer
 
     def _finish(self, answer: Answer, started: float) -> Answer:
+        if answer.kind in ("answer", "refusal"):  # retrieved passages: cited first, weak matches set apart (answer_sources.py)
+            arrange_sources(answer, self.settings)
         answer.timings["total_s"] = time.perf_counter() - started
         answer.done = True
         log.info(
-            "Answered (%s) in %.2fs with %s (%d passages, %d of %d sentences unsupported)",
-            answer.kind, answer.timings["total_s"], answer.model or "no model", len(answer.passages),
+            "Answered (%s) in %.2fs with %s (%d passages, %d weak left out, %d of %d sentences unsupported)",
+            answer.kind, answer.timings["total_s"], answer.model or "no model", len(answer.passages), len(answer.more_passages),
             len(answer.unsupported), answer.sentences_checked,
         )
         return answer
@@ -376,8 +316,6 @@ class RAGSystem:
 
     def _standalone(self, answer: Answer, history: list[dict[str, str]]) -> str:
         """The follow-up to search for, rewritten to stand alone; as asked when no rewrite holds."""
-        from conversation import make_standalone
-
         t = time.perf_counter()
         llm = self._available_llm() if self.settings.follow_up_rewrite == "llm" else None
         embedder = self.embedder.for_checks if self.vectors.available else None
@@ -388,158 +326,6 @@ class RAGSystem:
         log.info("Follow-up %r searched as %r (%s)", answer.question, rewrite.question, rewrite.method)
         answer.standalone_question = rewrite.question
         return rewrite.question
-
-    def _prepare_checks(self, answer: Answer, question: str, rare: set[str]) -> Any:
-        """Embed the passages' sentences and judge relevance; None when the embedding model is unavailable."""
-        import numpy as np
-
-        from grounding import PassageSentences, assess_relevance
-
-        if not self.vectors.available:
-            return None
-        t = time.perf_counter()
-        try:
-            checker = self.embedder.for_checks  # torch's vectors, which the thresholds were calibrated on
-            sentences = PassageSentences.embed(checker, [p.text for p in answer.passages])
-            question_vector = np.asarray(checker.embed_query(question), dtype=np.float32)
-        except EmbeddingError as exc:
-            log.warning("Relevance and grounding checks skipped: %s", exc)
-            return None
-        relevance = assess_relevance(question_vector, question, sentences, self.settings, rare)
-        answer.relevance = {
-            "similarity": relevance.similarity, "overlap": relevance.overlap, "relevant": relevance.relevant,
-            "model_decides": relevance.model_decides,
-        }
-        answer.timings["relevance_s"] = time.perf_counter() - t
-        return sentences, question_vector, sentence_scores(sentences, question_vector, question, self.keywords.idf)
-
-    def _quote(self, answer: Answer, checks: Any) -> None:
-        """The passage sentences that best answer the question, shown before the model writes."""
-        answer.quotes = quotes_json(select_quotes(checks[0], checks[2]), [p.label for p in answer.passages])
-
-    def _judge(self, answer: Answer, checks: Any, question: str, grounding: Any) -> Any:
-        """Keep the model's text, or let the quotes stand as the answer with the reason (answer_verdict.py);
-        returns the grounding of the text judged last.
-
-        A claim that nearly copies a sentence of a passage it does not cite is first re-cited
-        to that passage (grounding.corrected_citations). A right claim cited to the wrong
-        passage is kept: when nothing backs the answer as cited, it is checked again,
-        uncited, against every passage and re-cited from that.
-        """
-        from answer_verdict import NO_BACKING, add_missing_citations, add_notice, judge, uncited
-        from grounding import corrected_citations
-
-        if grounding is not None and (recited := corrected_citations(answer.text, grounding)) != answer.text:
-            log.info("Citation moved to the passage that holds the sentence: %r", recited)
-            answer.text, answer.tidied = recited, [*answer.tidied, "citation moved to the passage holding the sentence"]
-            grounding = self._ground(answer, checks)
-        texts, cited, labels = [p.text for p in answer.passages], answer.text, [p.label for p in answer.passages]
-        verdict = judge(cited, grounding, texts, question, answer.tidied, labels)
-        if not verdict.shown and verdict.reason == NO_BACKING and uncited(cited) != cited:
-            answer.text = uncited(cited)
-            grounding = self._ground(answer, checks)
-            verdict = judge(answer.text, grounding, texts, question, answer.tidied, labels)
-        if verdict.shown:
-            answer.text = add_missing_citations(answer.text, grounding)
-        elif answer.quotes:
-            answer.text = cited
-            self._quotes_stand(answer, checks, verdict.reason)
-        else:
-            answer.text = cited
-            add_notice(answer, f"Check this answer against the sources: {verdict.reason}.")
-            answer.unsupported = answer.unsupported or claim_sentences(answer.text, [REFUSAL])
-        return grounding
-
-    def _quotes_stand(self, answer: Answer, checks: Any, reason: str) -> None:
-        """The model's text is set aside (one click away in the UI); the verbatim quotes are the answer."""
-        from answer_verdict import let_quotes_stand
-        let_quotes_stand(answer, reason)
-        self._ground(answer, checks)  # for the highlights: the quotes are verbatim, never unsupported
-        answer.unsupported = []
-
-    def _ground(self, answer: Answer, checks: Any) -> Any:
-        from grounding import check_grounding
-        from llm_handler import REFUSAL
-
-        sentences, question_vector, _ = checks
-        t = time.perf_counter()
-        text = "" if answer.kind == "refusal" else answer.text
-        try:
-            grounding = check_grounding(text, sentences, self.embedder.for_checks, self.settings, question_vector, skip=[REFUSAL])
-        except EmbeddingError as exc:
-            log.warning("Grounding check skipped: %s", exc)
-            return None
-        answer.unsupported = grounding.unsupported
-        answer.sentences_checked = len(grounding.checked)
-        answer.highlights = grounding.highlights
-        answer.timings["grounding_s"] = time.perf_counter() - t
-        return grounding
-
-    def _answer_messages(self, question: str, passages: list[Passage], history: list[dict[str, str]], checks: Any) -> list[dict[str, str]]:
-        """The prompt: each passage cut to what bears on the question (answer_context.py), numbers kept."""
-        from conversation import bounded_history
-        from llm_handler import build_messages
-
-        texts = [p.text for p in passages]
-        if checks and self.settings.context_token_budget > 0:
-            sentences, _, scores = checks
-            texts = compact_passages(texts, sentences, scores, self.settings.context_token_budget)
-        messages = build_messages(question, [(p.label, t) for p, t in zip(passages, texts, strict=True)])
-        turns = bounded_history(history, self.settings.history_max_turns, self.settings.history_max_tokens)
-        return [messages[0], *turns, *messages[1:]]
-
-    def _generate(self, answer: Answer, question: str, history: list[dict[str, str]], started: float, checks: Any = None) -> Iterator[Answer]:
-        """Stream the model's answer into `answer`, tidied (answer_tidy.py), an earlier answer copied marked; an LLM failure becomes a note."""
-        from answer_tidy import REPEATED_EARLIER, repeats_earlier, tidy_answer
-        from answer_verdict import add_notice, model_hint
-
-        messages = self._answer_messages(question, answer.passages, history, checks)
-        answer.timings["prompt_chars"] = float(sum(len(m["content"]) for m in messages))
-        hit_limit = yield from self._stream_into(answer, messages, started)
-        if answer.error:
-            return
-        answer.text, tidied = tidy_answer(
-            answer.text, question, [p.text for p in answer.passages], hit_limit, [p.label for p in answer.passages]
-        )
-        if repeats_earlier(answer.text, [m.get("content", "") for m in history if m.get("role") == "assistant"]):
-            tidied.append(REPEATED_EARLIER)  # the last answer copied for a follow-up: set aside in _judge,
-            if checks is None:  # which needs the embedding model; without it, the user is told
-                add_notice(answer, "The model repeated its earlier answer: it may not answer this question.")
-        if tidied:
-            log.info("Answer tidied: %s", ", ".join(tidied))
-        answer.tidied = tidied
-        answer.model_hint = model_hint(answer.model, self.settings.ollama_model)
-
-    def _stream_into(
-        self, answer: Answer, messages: list[dict[str, str]], started: float, max_tokens: int | None = None
-    ) -> Generator[Answer, None, bool]:
-        """Stream into answer.text; stops early when the model starts repeating itself. Returns whether it hit the limit."""
-        from answer_tidy import repeats_from
-
-        limit = max_tokens or self.settings.llm_max_tokens
-        pieces = 0
-        try:
-            llm = self.llm
-            answer.model = llm.name
-            first = None
-            stream = llm.stream(messages, max_tokens)
-            prefix = answer.text
-            for piece in stream:
-                if first is None:
-                    first = time.perf_counter()
-                    answer.timings.setdefault("first_token_s", first - started)
-                answer.text += piece
-                pieces += 1
-                if pieces % 8 == 0 and repeats_from(answer.text[len(prefix):]) is not None:
-                    close = getattr(stream, "close", None)
-                    if close:
-                        close()
-                    break
-                yield answer
-            answer.text = answer.text.strip()
-        except LLMError as exc:
-            self._llm_failed(answer, exc)
-        return pieces >= limit
 
     def _llm_failed(self, answer: Answer, exc: LLMError) -> None:
         answer.error = str(exc)
@@ -566,7 +352,7 @@ class RAGSystem:
         yield from whole_document.stream_summary(
             answer, source, self.keywords.chunks_of_source(source), self.settings, started,
             llm=lambda: self.llm,
-            stream=lambda messages: self._stream_into(answer, messages, started),
+            stream=lambda messages: self.free.stream_into(answer, messages, started),
             failed=lambda exc: self._llm_failed(answer, exc),
         )
         yield self._finish(answer, started)

@@ -125,6 +125,8 @@ def answer_summary(answer: Answer) -> dict[str, Any]:
         "refused": answer.refused,
         "quotes": answer.quotes,
         "citations": [located_passage(n, p) for n, p in enumerate(answer.passages, start=1)],
+        # weak matches the list leaves out (answer_sources.py), numbered on after the citations
+        "weak_matches": [located_passage(n, p) for n, p in enumerate(answer.more_passages, start=len(answer.passages) + 1)],
         "unsupported": answer.unsupported,
         "notice": answer.notice,
         "indexing": answer.indexing,

@@ -1,0 +1,153 @@
+"""The checks an answer passes before it is shown: relevance, quotes, grounding and the verdict.
+
+RAGSystem runs the answer path's stages in order; this module holds what each check does
+to the `Answer`, all measured against one `Evidence`: the passages' sentences embedded once
+with the question, so relevance, quotes, grounding and the verdict read the same vectors.
+The checks need the embedding model; without it RAGSystem makes no `Evidence` and the
+model's text is shown unchecked, with a notice.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from answer_context import quotes_json, select_quotes, sentence_scores
+from answer_render import refusal_text
+from answer_types import Answer
+from answer_verdict import (
+    NO_BACKING,
+    add_missing_citations,
+    add_notice,
+    judge,
+    let_quotes_stand,
+    quotes_markdown,
+    uncited,
+)
+from config import Settings
+from embeddings import EmbeddingBackend
+from errors import EmbeddingError
+from grounding import (
+    Grounding,
+    PassageSentences,
+    assess_relevance,
+    check_grounding,
+    claim_sentences,
+    corrected_citations,
+)
+from keyword_index import KeywordIndex
+from llm_handler import REFUSAL
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Evidence:
+    """The passages' sentences and the question, embedded once, and each sentence's closeness to the question."""
+
+    sentences: PassageSentences
+    question_vector: np.ndarray
+    scores: list[np.ndarray]
+
+
+class AnswerReview:
+    """The checks of one RAGSystem: its settings, the embedder the thresholds were calibrated on, and the keywords' idf."""
+
+    def __init__(self, settings: Settings, embedder: EmbeddingBackend, keywords: KeywordIndex) -> None:
+        self.settings = settings
+        self.embedder = embedder
+        self.keywords = keywords
+
+    def evidence(self, answer: Answer, question: str, rare: set[str]) -> Evidence | None:
+        """Embed the passages' sentences and judge relevance (into answer.relevance); None when the embedding fails."""
+        t = time.perf_counter()
+        try:
+            checker = self.embedder.for_checks  # torch's vectors, which the thresholds were calibrated on
+            sentences = PassageSentences.embed(checker, [p.text for p in answer.passages])
+            question_vector = np.asarray(checker.embed_query(question), dtype=np.float32)
+        except EmbeddingError as exc:
+            log.warning("Relevance and grounding checks skipped: %s", exc)
+            return None
+        relevance = assess_relevance(question_vector, question, sentences, self.settings, rare)
+        answer.relevance = {
+            "similarity": relevance.similarity, "overlap": relevance.overlap, "relevant": relevance.relevant,
+            "model_decides": relevance.model_decides,
+        }
+        answer.timings["relevance_s"] = time.perf_counter() - t
+        return Evidence(sentences, question_vector, sentence_scores(sentences, question_vector, question, self.keywords.idf))
+
+    def quote(self, answer: Answer, evidence: Evidence) -> None:
+        """The passage sentences that best answer the question, shown before the model writes."""
+        answer.quotes = quotes_json(select_quotes(evidence.sentences, evidence.scores), [p.label for p in answer.passages])
+
+    def refuse(self, answer: Answer, evidence: Evidence | None, nearest: bool = False) -> None:
+        """The documents do not cover the question: say so, with the closest passages, instead of
+        guessing; with `nearest`, also their sentences nearest to the question, verbatim, and then,
+        unless a named word is missing, the reply opens "No answer could be confirmed" instead
+        (answer_render.refusal_text)."""
+        answer.kind, answer.refused = "refusal", True
+        unnamed = answer.relevance.get("unnamed")  # the passages match the question's other words: say why they do not answer it
+        quotes = select_quotes(evidence.sentences, evidence.scores) if nearest and evidence else []
+        answer.text = refusal_text(
+            answer.passages,
+            reason=f"No document names {' or '.join(unnamed)}." if unnamed else "",
+            nearest=quotes_markdown(quotes, [p.label for p in answer.passages]) if quotes else "",
+        )
+        if evidence is not None:
+            self.ground(answer, evidence)
+
+    def judge(self, answer: Answer, evidence: Evidence, question: str, grounding: Grounding | None) -> Grounding | None:
+        """Keep the model's text, or let the quotes stand as the answer with the reason (answer_verdict.py);
+        returns the grounding of the text judged last.
+
+        A claim that nearly copies a sentence of a passage it does not cite is first re-cited
+        to that passage (grounding.corrected_citations). A right claim cited to the wrong
+        passage is kept: when nothing backs the answer as cited, it is checked again,
+        uncited, against every passage and re-cited from that.
+        """
+        if grounding is not None and (recited := corrected_citations(answer.text, grounding)) != answer.text:
+            log.info("Citation moved to the passage that holds the sentence: %r", recited)
+            answer.text, answer.tidied = recited, [*answer.tidied, "citation moved to the passage holding the sentence"]
+            grounding = self.ground(answer, evidence)
+        texts, cited, labels = [p.text for p in answer.passages], answer.text, [p.label for p in answer.passages]
+        verdict = judge(cited, grounding, texts, question, answer.tidied, labels)
+        if not verdict.shown and verdict.reason == NO_BACKING and uncited(cited) != cited:
+            answer.text = uncited(cited)
+            grounding = self.ground(answer, evidence)
+            verdict = judge(answer.text, grounding, texts, question, answer.tidied, labels)
+        if verdict.shown:
+            answer.text = add_missing_citations(answer.text, grounding)
+        elif answer.quotes:
+            answer.text = cited
+            self.quotes_stand(answer, evidence, verdict.reason)
+        else:
+            answer.text = cited
+            add_notice(answer, f"Check this answer against the sources: {verdict.reason}.")
+            answer.unsupported = answer.unsupported or claim_sentences(answer.text, [REFUSAL])
+        return grounding
+
+    def quotes_stand(self, answer: Answer, evidence: Evidence, reason: str) -> None:
+        """The model's text is set aside (one click away in the UI); the verbatim quotes are the answer."""
+        let_quotes_stand(answer, reason)
+        self.ground(answer, evidence)  # for the highlights: the quotes are verbatim, never unsupported
+        answer.unsupported = []
+
+    def ground(self, answer: Answer, evidence: Evidence) -> Grounding | None:
+        """Which answer sentences the passages back (answer.unsupported, answer.highlights); None when the embedding fails."""
+        t = time.perf_counter()
+        text = "" if answer.kind == "refusal" else answer.text
+        try:
+            grounding = check_grounding(
+                text, evidence.sentences, self.embedder.for_checks, self.settings, evidence.question_vector, skip=[REFUSAL]
+            )
+        except EmbeddingError as exc:
+            log.warning("Grounding check skipped: %s", exc)
+            return None
+        answer.unsupported = grounding.unsupported
+        answer.sentences_checked = len(grounding.checked)
+        answer.highlights = grounding.highlights
+        answer.timings["grounding_s"] = time.perf_counter() - t
+        return grounding

@@ -1,0 +1,92 @@
+"""The free design's draft (ANSWER_DESIGN=free): the model writes its answer from the compacted passages.
+
+The prompt holds each passage cut to what bears on the question (answer_context.py), numbers kept;
+the text streams in, stops when the model repeats itself, and is tidied (answer_tidy.py) before
+AnswerReview judges it. The summary map-reduce streams through `stream_into` too. The evidence
+design (evidence_answer.py) replaces this path where it measures better.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Generator, Iterator
+
+from answer_context import compact_passages
+from answer_review import Evidence
+from answer_tidy import REPEATED_EARLIER, repeats_earlier, repeats_from, tidy_answer
+from answer_types import Answer
+from answer_verdict import add_notice, model_hint
+from config import Settings
+from conversation import bounded_history
+from errors import LLMError
+from llm_handler import LLMBackend, build_messages
+from retriever import Passage
+
+log = logging.getLogger(__name__)
+
+
+class FreeAnswer:
+    """`model` gives the LLM backend when first needed; `failed` records a backend error on the answer."""
+
+    def __init__(self, settings: Settings, model: Callable[[], LLMBackend], failed: Callable[[Answer, LLMError], None]) -> None:
+        self.settings, self.model, self.failed = settings, model, failed
+
+    def messages(self, question: str, passages: list[Passage], history: list[dict[str, str]], checks: Evidence | None) -> list[dict[str, str]]:
+        """The prompt: each passage cut to what bears on the question (answer_context.py), numbers kept."""
+        texts = [p.text for p in passages]
+        if checks and self.settings.context_token_budget > 0:
+            texts = compact_passages(texts, checks.sentences, checks.scores, self.settings.context_token_budget)
+        messages = build_messages(question, [(p.label, t) for p, t in zip(passages, texts, strict=True)])
+        turns = bounded_history(history, self.settings.history_max_turns, self.settings.history_max_tokens)
+        return [messages[0], *turns, *messages[1:]]
+
+    def generate(
+        self, answer: Answer, question: str, history: list[dict[str, str]], started: float, checks: Evidence | None = None
+    ) -> Iterator[Answer]:
+        """Stream the model's answer into `answer`, tidied (answer_tidy.py), an earlier answer copied marked; an LLM failure becomes a note."""
+        messages = self.messages(question, answer.passages, history, checks)
+        answer.timings["prompt_chars"] = float(sum(len(m["content"]) for m in messages))
+        hit_limit = yield from self.stream_into(answer, messages, started)
+        if answer.error:
+            return
+        answer.text, tidied = tidy_answer(
+            answer.text, question, [p.text for p in answer.passages], hit_limit, [p.label for p in answer.passages]
+        )
+        if repeats_earlier(answer.text, [m.get("content", "") for m in history if m.get("role") == "assistant"]):
+            tidied.append(REPEATED_EARLIER)  # the last answer copied for a follow-up: set aside by AnswerReview.judge,
+            if checks is None:  # which needs the embedding model; without it, the user is told
+                add_notice(answer, "The model repeated its earlier answer: it may not answer this question.")
+        if tidied:
+            log.info("Answer tidied: %s", ", ".join(tidied))
+        answer.tidied = tidied
+        answer.model_hint = model_hint(answer.model, self.settings.ollama_model)
+
+    def stream_into(
+        self, answer: Answer, messages: list[dict[str, str]], started: float, max_tokens: int | None = None
+    ) -> Generator[Answer, None, bool]:
+        """Stream into answer.text; stops early when the model starts repeating itself. Returns whether it hit the limit."""
+        limit = max_tokens or self.settings.llm_max_tokens
+        pieces = 0
+        try:
+            llm = self.model()
+            answer.model = llm.name
+            first = None
+            stream = llm.stream(messages, max_tokens)
+            prefix = answer.text
+            for piece in stream:
+                if first is None:
+                    first = time.perf_counter()
+                    answer.timings.setdefault("first_token_s", first - started)
+                answer.text += piece
+                pieces += 1
+                if pieces % 8 == 0 and repeats_from(answer.text[len(prefix):]) is not None:
+                    close = getattr(stream, "close", None)
+                    if close:
+                        close()
+                    break
+                yield answer
+            answer.text = answer.text.strip()
+        except LLMError as exc:
+            self.failed(answer, exc)
+        return pieces >= limit
