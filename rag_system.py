@@ -21,6 +21,7 @@ from answer_context import compact_passages, quotes_json, select_quotes, sentenc
 from answer_render import is_refusal as model_refused  # the one refusal rule, shared with the evaluation
 from answer_render import refusal_text
 from answer_types import Answer
+from answer_verdict import model_hint
 from config import Settings
 from data_folder import DataLock, LockMode, ensure_writable, open_stores_or_rebuild
 from embeddings import EmbeddingBackend
@@ -78,7 +79,7 @@ class RAGSystem:
             except Exception as exc:
                 self._tracker.fail(describe_error(exc))
                 raise
-            self._tracker.finish(report.summary())
+            self._tracker.finish(report.summary(), report.changed)
             return report
 
     def watch(self) -> FolderWatcher:
@@ -108,6 +109,11 @@ class RAGSystem:
             if self._llm is None:
                 self._llm = make_llm_backend(self.settings)
             return self._llm
+
+    @property
+    def model_note(self) -> str | None:
+        """How to get better answers, while the small embedded model answers (or will); a front end says it once."""
+        return model_hint(self.model_name(), self.settings.ollama_model)
 
     def model_name(self) -> str:
         llm = self._given_llm or self._llm
@@ -386,7 +392,7 @@ class RAGSystem:
     def _generate(self, answer: Answer, question: str, history: list[dict[str, str]], started: float, checks: Any = None) -> Iterator[Answer]:
         """Stream the model's answer into `answer`, tidied (answer_tidy.py), an earlier answer copied marked; an LLM failure becomes a note."""
         from answer_tidy import REPEATED_EARLIER, repeats_earlier, tidy_answer
-        from answer_verdict import add_notice, model_hint
+        from answer_verdict import add_notice
 
         messages = self._answer_messages(question, answer.passages, history, checks)
         answer.timings["prompt_chars"] = float(sum(len(m["content"]) for m in messages))
