@@ -2,7 +2,7 @@
 what it changes. RAGSystem decides retrieval, prompting, what goes into the index and which turns
 a follow-up sees; web_html writes what is shown.
 
-Questions go through the page's ChatSession (web_questions.py): `ask` adds one at once, whatever
+Questions go through the page's ChatSession (web_questions.py): `take_question` adds one at once, whatever
 is running, and `answer_all` answers the waiting ones in turn, streaming each into the chat. Stop
 ends the answer being written between two of its pieces.
 """
@@ -66,7 +66,7 @@ class Handlers:
 
     # ------------------------------------------------------------ questions
 
-    def ask(self, question: str | None, files: list[str] | None, session: ChatSession) -> Update:
+    def take_question(self, question: str | None, files: list[str] | None, session: ChatSession) -> Update:
         """Take the question now, even while an answer streams: it shows in the chat, waiting its turn."""
         a = self.page.ask
         question = (question or "").strip()

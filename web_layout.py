@@ -213,7 +213,7 @@ def layout(rag: RAGSystem) -> Page:
     gr.Markdown("# docqa\nAsk questions about the files in your documents folder. Answers cite their sources.")
     status = gr.Markdown(elem_id="docqa-status")
     indexing_note = gr.Markdown(elem_id="docqa-indexing")
-    session, targets, seen = gr.State(ChatSession), gr.State([]), gr.State(None)
+    session, targets, seen = gr.State(ChatSession()), gr.State([]), gr.State(None)
     with gr.Tabs():
         ask = ask_tab(indexed_sources(rag.documents()))
         docs = documents_tab()

@@ -15,6 +15,8 @@ from typing import Any
 
 from web_html import Message, queued_message, stopped_message
 
+STARTING: Message = {"role": "assistant", "content": "…"}
+
 
 @dataclass(frozen=True)
 class Question:
@@ -113,7 +115,9 @@ class ChatSession:
     def chat(self) -> list[Message]:
         """What the chat shows now."""
         with self._lock:
-            waiting = [m for q in self.pending for m in (q.shown, queued_message())]
+            # The first question waits for nothing while no answer is being written: it is about to start.
+            waits = [bool(self.current) or n > 0 for n in range(len(self.pending))]
+            waiting = [m for q, queued in zip(self.pending, waits, strict=True) for m in (q.shown, queued_message() if queued else STARTING)]
             return [*self.turns, *self.current, *waiting]
 
 

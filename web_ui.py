@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 def wire_ask(page: Page, handlers: Handlers) -> None:
     """The Ask tab's events: questions, Stop, a new chat, copying, PDF pages.
 
-    Ask, Enter and the example buttons all do the same: `ask` (not queued, so it runs at once
+    Ask, Enter and the example buttons all do the same: `take_question` (not queued, so it runs at once
     even while an answer streams) puts the question in the chat, then `answer_all` answers what
     waits. Both allow a new trigger while one is pending ("multiple"): Gradio's default would
     drop a second click on Ask while the first answer streams.
@@ -47,7 +47,7 @@ def wire_ask(page: Page, handlers: Handlers) -> None:
     for trigger, question in triggers:
         # A button given as an input passes its label: the question itself.
         trigger(
-            handlers.ask, [question, a.files, page.session], asked, api_visibility="private", queue=False,
+            handlers.take_question, [question, a.files, page.session], asked, api_visibility="private", queue=False,
             trigger_mode="multiple",
         ).then(
             # No Gradio limit on answers: Handlers.slots keeps UI_CONCURRENCY and tells waiting pages their place.
