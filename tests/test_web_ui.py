@@ -921,6 +921,14 @@ def test_ask_while_an_answer_streams_queues_the_question_stop_ends_an_answer_and
         page.context.close()
 
 
+@pytest.mark.slow
+def test_the_gradio_ask_endpoint_answers_with_the_answer_markdown(slow_server):
+    from gradio_client import Client
+
+    answer = Client(slow_server.url, verbose=False).predict("What is the default chunk size?", None, api_name="/ask")
+    assert "1000" in answer and "— ollama:" in answer
+
+
 @pytest.mark.browser
 @pytest.mark.slow
 def test_documents_tab_lists_every_file_refuses_an_empty_upload_and_removes_a_failed_file(browser, slow_server, tmp_path):
