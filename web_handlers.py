@@ -171,15 +171,17 @@ class Handlers:
             a.page_pick: gr.update(choices=[], value=None, visible=False), a.page_view: "", p.targets: [],
         }
 
-    def api_answer(self, question: str, documents: list[str] | None = None, request: gr.Request | None = None) -> Iterator[str]:
-        """The /ask endpoint of Gradio's API: the answer as markdown, growing as it is written."""
+    def api_answer(
+        self, question: str, turns: list[dict[str, str]], history: list[dict[str, str]], files: list[str] | None,
+        request: gr.Request | None = None,
+    ) -> Iterator[tuple[list[dict[str, str]], list[dict[str, str]]]]:
+        """The /ask endpoint of Gradio's API, as before the page queued its questions: the chat so far
+        (`turns`) and its plain-text `history` in, the chat and the history out, the chat growing as it is written."""
         session = ChatSession()
-        session.add(Question(question, {"role": "user", "content": safe_markdown(question)}, documents or None))
+        session.turns, session.history = list(turns or []), list(history or [])
+        session.add(Question(question, {"role": "user", "content": safe_markdown(question)}, list(files) if files else None))
         for _ in self.answer_all(session, request):
-            if session.current[1:]:
-                yield session.current[1]["content"]
-        if session.turns[1:]:
-            yield session.turns[-1]["content"]
+            yield session.chat(), session.history
 
     # ------------------------------------------------------------ pages, status and the documents folder
 

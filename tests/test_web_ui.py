@@ -922,11 +922,12 @@ def test_ask_while_an_answer_streams_queues_the_question_stop_ends_an_answer_and
 
 
 @pytest.mark.slow
-def test_the_gradio_ask_endpoint_answers_with_the_answer_markdown(slow_server):
+def test_the_gradio_ask_endpoint_answers_with_the_chat_and_its_history(slow_server):
     from gradio_client import Client
 
-    answer = Client(slow_server.url, verbose=False).predict("What is the default chunk size?", None, api_name="/ask")
-    assert "1000" in answer and "— ollama:" in answer
+    chat, history = Client(slow_server.url, verbose=False).predict("What is the default chunk size?", [], [], [], api_name="/ask")
+    assert [m["role"] for m in chat] == ["user", "assistant"] and "— ollama:" in chat[-1]["content"]
+    assert "1000" in history[-1]["content"], "the plain-text history a follow-up sends back"
 
 
 @pytest.mark.browser
