@@ -171,18 +171,6 @@ class Handlers:
             a.page_pick: gr.update(choices=[], value=None, visible=False), a.page_view: "", p.targets: [],
         }
 
-    def api_answer(
-        self, question: str, turns: list[dict[str, str]], history: list[dict[str, str]], files: list[str] | None,
-        request: gr.Request | None = None,
-    ) -> Iterator[tuple[list[dict[str, str]], list[dict[str, str]]]]:
-        """The /ask endpoint of Gradio's API, as before the page queued its questions: the chat so far
-        (`turns`) and its plain-text `history` in, the chat and the history out, the chat growing as it is written."""
-        session = ChatSession()
-        session.turns, session.history = list(turns or []), list(history or [])
-        session.add(Question(question, {"role": "user", "content": safe_markdown(question)}, list(files) if files else None))
-        for _ in self.answer_all(session, request):
-            yield session.chat(), session.history
-
     # ------------------------------------------------------------ pages, status and the documents folder
 
     def show_page(self, choice: int | None, targets: list[dict[str, Any]]) -> Update:

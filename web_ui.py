@@ -15,15 +15,18 @@ with ``api_visibility="private"`` so the API exposes one endpoint, ``/ask``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
+from answer_render import safe_markdown
 from config import LOOPBACK
 from errors import ConfigError
 from web_handlers import Handlers, Update
 from web_layout import CHAT_SCROLL_JS, COPY_JS, CSS, Page, layout
+from web_questions import ChatSession, Question
 
 if TYPE_CHECKING:
     from config import Settings
@@ -61,7 +64,27 @@ def wire_ask(page: Page, handlers: Handlers) -> None:
     a.chat.clear(handlers.new_chat, [page.session], cleared, api_visibility="private", queue=False)
     a.copy.click(None, [a.copy_text], None, js=COPY_JS, api_visibility="private")
     a.page_pick.input(handlers.show_page, [a.page_pick, page.targets], [a.page_view], api_visibility="private")
-    gr.api(handlers.api_answer, api_name="ask", concurrency_limit=None)
+    gr.api(ask_endpoint(handlers), api_name="ask", concurrency_limit=None)
+
+
+Messages = list[dict[str, str]]
+
+
+def ask_endpoint(handlers: Handlers) -> Callable[..., Iterator[tuple[Messages, Messages]]]:
+    """The /ask endpoint of Gradio's API, as before the page queued its questions: the chat so far
+    (`turns`) and its plain-text `history` in; the chat, growing as it is written, and the history out.
+    It goes through the same loop as the page (Handlers.answer_all), so it shares its limits."""
+
+    def ask(
+        question: str, turns: Messages, history: Messages, files: list[str] | None, request: gr.Request | None = None
+    ) -> Iterator[tuple[Messages, Messages]]:
+        session = ChatSession()
+        session.turns, session.history = list(turns or []), list(history or [])
+        session.add(Question(question, {"role": "user", "content": safe_markdown(question)}, list(files) if files else None))
+        for _ in handlers.answer_all(session, request):
+            yield session.chat(), session.history
+
+    return ask
 
 
 def wire_documents(app: gr.Blocks, page: Page, handlers: Handlers) -> None:
