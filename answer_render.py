@@ -396,9 +396,30 @@ def _indexing_lead(answer: AnswerView) -> str:
     return f"<span class='docqa-indexing'>⏳ {literal_markdown(note)}</span>\n\n" if note else ""
 
 
+def repeats_the_quotes(answer: AnswerView) -> bool:
+    """The model's text is the quote shown above it, word for word: citations and whitespace aside."""
+    quotes = [str(q["text"]) for q in getattr(answer, "quotes", None) or []]
+    if not answer.done or not quotes or getattr(answer, "set_aside", None) is not None:
+        return False
+
+    def bare(text: str) -> str:
+        return "".join(CITATION.sub("", text).split())
+
+    said = bare(answer.text)
+    return bool(said) and (said in {bare(q) for q in quotes} or said == bare(" ".join(quotes)))
+
+
+def _body(answer: AnswerView) -> tuple[str, bool]:
+    """The model's text as markdown and whether sentences were marked; only its citations when it repeats the quote."""
+    if repeats_the_quotes(answer):
+        cited = " ".join(f"[{n}]" for n in cited_numbers(answer.text, len(answer.passages)))
+        return f"As quoted above{' ' + cited if cited else ''}.", False
+    return _marked_text(answer)
+
+
 def answer_markdown(answer: AnswerView) -> str:
     """The answer as chat markdown: quotes first, citations linked, unsupported sentences marked, search shown."""
-    body, marked = _marked_text(answer)
+    body, marked = _body(answer)
     out = link_citations(_indexing_lead(answer) + _quoted_lead(answer) + (body or "…"), len(answer.passages))
     set_aside = getattr(answer, "set_aside", None)
     if set_aside:
@@ -408,9 +429,6 @@ def answer_markdown(answer: AnswerView) -> str:
         )
     if marked:
         out += f"\n\n<span class='docqa-note'>⚠ Underlined sentences: {UNSUPPORTED_NOTE.lower()}.</span>"
-    hint = getattr(answer, "model_hint", None)
-    if answer.done and hint:
-        out += f"\n\n<span class='docqa-note docqa-model-hint'>{safe_markdown(hint)}</span>"
     searched = searched_for(answer)
     if searched:
         out += f"\n\n<span class='docqa-note'>Searched for: {literal_markdown(searched)}</span>"

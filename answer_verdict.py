@@ -128,11 +128,16 @@ def let_quotes_stand(answer: Any, reason: str) -> None:
 
 
 def model_hint(model: str, ollama_model: str) -> str | None:
-    """Said when the small embedded model answered: how to get better answers."""
-    if not model.startswith("llama.cpp:"):
+    """Said while the small embedded model answers: how to get better answers. `model` is a loaded
+    backend's name ("llama.cpp:file.gguf") or, before one is loaded, llm_handler.answering_model's words."""
+    if model.startswith("llama.cpp:"):
+        name = model.split(":", 1)[1]
+    elif " (embedded)" in model:
+        name = model.split(" (embedded)", 1)[0]
+    else:
         return None
     return (
-        f"Answered by the embedded {model.split(':', 1)[1]}, a small model. For better answers, "
+        f"Answers come from the embedded {name}, a small model. For better answers, "
         f"install Ollama and run `ollama pull {ollama_model}`: docqa uses it when it runs."
     )
 

@@ -40,6 +40,10 @@ class IndexStatus:
     """When the last sync ended; kept while the next one runs."""
     summary: str | None = None
     """The last finished sync's report in one line."""
+    last_change: str | None = None
+    last_change_at: float | None = None
+    """The report and end of the last sync that added, updated or removed a file: a sync that
+    follows it and finds nothing new (the folder watcher after an upload) leaves them as they are."""
     error: str | None = None
     stage: Literal["looking", "checking", "indexing"] = "looking"
     """Walking the folder, hashing changed files, or converting and embedding them."""
@@ -105,8 +109,12 @@ class IndexTracker:
             indexing_since=since if stage == "indexing" else None,
         )
 
-    def finish(self, summary: str) -> None:
-        self.status = replace(self.status, state="idle", finished=time.time(), summary=summary, error=None, current="", paused=False)
+    def finish(self, summary: str, changed: bool = True) -> None:
+        now, last = time.time(), self.status
+        self.status = replace(
+            last, state="idle", finished=now, summary=summary, error=None, current="",
+            last_change=summary if changed else last.last_change, last_change_at=now if changed else last.last_change_at, paused=False,
+        )
 
     def fail(self, error: str) -> None:
         self.status = replace(self.status, state="failed", finished=time.time(), error=error, current="", paused=False)

@@ -22,6 +22,7 @@ from answer_render import is_refusal as model_refused  # the one refusal rule, s
 from answer_review import AnswerReview, Evidence
 from answer_sources import arrange_sources
 from answer_types import Answer
+from answer_verdict import model_hint
 from config import Settings
 from conversation import looks_like_follow_up, make_standalone
 from data_folder import DataLock, LockMode, ensure_writable, open_stores_or_rebuild
@@ -104,7 +105,7 @@ class RAGSystem:
             except Exception as exc:
                 self._tracker.fail(describe_error(exc))
                 raise
-            self._tracker.finish(report.summary())
+            self._tracker.finish(report.summary(), report.changed)
             return report
 
     def watch(self) -> FolderWatcher:
@@ -134,6 +135,11 @@ class RAGSystem:
             if self._llm is None:
                 self._llm = make_llm_backend(self.settings)
             return self._llm
+
+    @property
+    def model_note(self) -> str | None:
+        """How to get better answers, while the small embedded model answers (or will); a front end says it once."""
+        return model_hint(self.model_name(), self.settings.ollama_model)
 
     def model_name(self) -> str:
         llm = self._given_llm or self._llm

@@ -28,6 +28,10 @@ FORBIDDEN: dict[str, set[str]] = {
     # The front ends go through RAGSystem; test_front_ends_thin.py owns the list and checks the rest of "thin".
     "main": INGEST_AND_STORES,
     "web_ui": INGEST_AND_STORES,
+    "web_layout": INGEST_AND_STORES,
+    "web_handlers": INGEST_AND_STORES,
+    "web_html": INGEST_AND_STORES,
+    "web_questions": INGEST_AND_STORES,
     "service": INGEST_AND_STORES,
     "service_api": INGEST_AND_STORES,
     "openai_api": INGEST_AND_STORES,

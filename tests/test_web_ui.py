@@ -26,7 +26,11 @@ from typing import Any
 import pytest
 
 import answer_render
-import web_ui
+import answer_verdict
+import web_handlers
+import web_html
+import web_layout
+import web_questions
 from config import SETTING_FIELDS, env_name
 from rag_system import IndexStatus
 from scripts.make_documents import EXAMPLE_QUESTIONS, EXPECTED_SOURCES
@@ -68,7 +72,7 @@ UPLOAD_QUESTION = "What does the zebra Quillon drink?"
 
 
 def test_example_buttons_ask_the_questions_the_documents_answer():
-    assert web_ui.EXAMPLE_QUESTIONS == EXAMPLE_QUESTIONS
+    assert web_layout.EXAMPLE_QUESTIONS == EXAMPLE_QUESTIONS
 
 
 def test_safe_markdown_leaves_no_html_and_no_image():
@@ -226,8 +230,9 @@ def test_long_passage_is_cut_around_its_first_highlight():
 
 def test_the_first_screen_says_which_model_will_answer_without_loading_it(open_rag):
     rag = open_rag(llm_backend="auto", ollama_host="http://127.0.0.1:9")
-    shown = web_ui.status_markdown(rag.stats())
+    shown = web_html.status_markdown(rag.stats(), rag.model_note)
     assert "model: **Qwen2.5-Coder 1.5B (embedded) — loads on the first question**" in shown
+    assert "ollama pull" in shown, "the way to better answers is said once, on the first screen"
     assert rag.index_status().state == "idle" and rag.model_name().endswith("loads on the first question"), "no model loaded"
 
 
@@ -238,12 +243,12 @@ def test_index_panel_escapes_file_names_and_reasons():
         "failed": {"<i>x</i>.pdf": "cannot <b>read</b>"}, "skipped": {"big.pdf": "over the limit"},
     }
     running = IndexStatus(state="indexing", stage="indexing", done=1, total=3, current="<b>x</b>.md")
-    shown = web_ui.index_panel_html(stats, running)
+    shown = web_html.index_panel_html(stats, running)
     assert "<i>x" not in shown and "<b>read" not in shown and "<b>x" not in shown
     assert "&lt;i&gt;x&lt;/i&gt;.pdf" in shown and "over the limit" in shown
     assert "Indexing: 1 of 3 files read" in shown
-    assert web_ui.indexing_markdown(running).startswith("Indexing: 1 of 3 files read")
-    assert web_ui.indexing_markdown(IndexStatus(state="idle")) == ""
+    assert web_html.indexing_markdown(running).startswith("Indexing: 1 of 3 files read")
+    assert web_html.indexing_markdown(IndexStatus(state="idle")) == ""
 
 
 def test_indexing_line_counts_files_and_chunks_names_the_file_and_guesses_the_time_left():
@@ -253,12 +258,12 @@ def test_indexing_line_counts_files_and_chunks_names_the_file_and_guesses_the_ti
     )
     # 20 s reading 2 files and 10 s embedding 100 chunks: 2 files (20 s) and 300 chunks (30 s) to go.
     assert status.seconds_left(now=1030.0) == pytest.approx(50.0)
-    line = web_ui.progress_text(status, now=1030.0)
+    line = web_html.progress_text(status, now=1030.0)
     assert line == "Indexing: 2 of 4 files read, 100 of 200+ chunks embedded; now: notes/report.pdf; about 50 s left…"
-    assert "now: notes/report\\.pdf" in web_ui.indexing_markdown(status, now=1030.0), "a file name is not markdown"
+    assert "now: notes/report\\.pdf" in web_html.indexing_markdown(status, now=1030.0), "a file name is not markdown"
     checking = IndexStatus(state="indexing", stage="checking", done=3, total=50, current="a.md")
-    assert web_ui.progress_text(checking) == "Indexing: checking 3 of 50 files for changes; now: a.md…"
-    assert "estimating" in web_ui.progress_text(IndexStatus(state="indexing", stage="indexing", total=4))
+    assert web_html.progress_text(checking) == "Indexing: checking 3 of 50 files for changes; now: a.md…"
+    assert "estimating" in web_html.progress_text(IndexStatus(state="indexing", stage="indexing", total=4))
 
 
 # What DejaVu Sans and Liberation Sans (Debian's default fonts) draw, beyond ASCII.
@@ -269,7 +274,10 @@ def test_the_page_uses_only_glyphs_the_default_fonts_have():
     """An emoji such as the hourglass is an empty box in Chromium without an emoji font."""
     import ast
 
-    texts = [n.value for n in ast.walk(ast.parse((ROOT / "web_ui.py").read_text(encoding="utf-8"))) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    texts = [
+        n.value for path in ROOT.glob("web_*.py") for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    ]
     used = {ch for text in texts for ch in text if ord(ch) > 127}
     assert used - BASIC_SYMBOLS == set()
     if shutil.which("fc-list"):
@@ -289,8 +297,8 @@ def ui(open_rag) -> SimpleNamespace:
 
     rag = open_rag()
     with gr.Blocks():
-        page = web_ui.layout(rag)
-    return SimpleNamespace(rag=rag, page=page, handlers=web_ui.Handlers(rag, page), docs=rag.settings.docs_dir)
+        page = web_layout.layout(rag)
+    return SimpleNamespace(rag=rag, page=page, handlers=web_handlers.Handlers(rag, page), docs=rag.settings.docs_dir)
 
 
 def test_while_indexing_the_status_line_and_the_index_panel_both_say_so(ui):
@@ -350,7 +358,7 @@ def test_an_empty_upload_is_refused_and_not_saved(ui, tmp_path):
 
 
 def test_waiting_questions_know_how_many_are_ahead_of_them():
-    slots = web_ui.AnswerSlots(1)
+    slots = web_questions.AnswerSlots(1)
     first, second, third = slots.join(), slots.join(), slots.join()
     assert slots.wait_turn(first, 0) == 0
     assert slots.wait_turn(second, 0) == 1, "one answer running"
@@ -361,18 +369,90 @@ def test_waiting_questions_know_how_many_are_ahead_of_them():
     slots.leave(second)
     assert slots.wait_turn(third, 0) == 0
     slots.leave(third)
-    assert web_ui.waiting_message(1)["content"] == "Waiting for another question to finish (1 ahead)…"
+    assert "Waiting for another question to finish (1 ahead)…" in web_html.waiting_message(1)["content"]
 
 
 def test_a_waiter_whose_page_is_gone_stops_holding_up_the_queue(monkeypatch):
     import time
 
-    slots = web_ui.AnswerSlots(1)
+    slots = web_questions.AnswerSlots(1)
     monkeypatch.setattr(slots, "STALE_S", 0.05)
     slots.join()  # its page closed before its turn, and its handler was never closed
     waiting = slots.join()
     time.sleep(0.1)
     assert slots.wait_turn(waiting, 0) == 0
+
+
+def test_an_answer_that_only_repeats_its_quote_is_shown_once_with_its_citations():
+    quote = "The default chunk size is 1000 characters,\nwith an overlap of 200."
+    quotes = [{"passage": 2, "text": quote, "location": "guide.md, lines 3-4"}]
+    passages = [synthetic_passage("a"), synthetic_passage(quote)]
+    repeated = synthetic_answer("The default chunk size is 1000 characters, with an  overlap of 200. [2]", passages, quotes=quotes)
+    shown = answer_render.answer_markdown(repeated)
+    assert shown.count("1000 characters") == 1, "the quote stands, the copy of it goes"
+    assert shown.count("#source-2") == 2, "the quote's place and the answer's citation still link"
+    different = synthetic_answer("It is 1000 characters [2].", passages, quotes=quotes)
+    assert answer_render.answer_markdown(different).count("1000 characters") == 2, "an answer in its own words stays"
+
+
+def test_the_model_note_is_not_under_each_answer():
+    answer = synthetic_answer("Yes [1].", [synthetic_passage("x")], model="llama.cpp:small.gguf", model_hint="install Ollama")
+    assert "Ollama" not in answer_render.answer_markdown(answer)
+    assert "ollama pull" in web_html.status_markdown(
+        {"files": 1, "chunks": 1, "llm": "llama.cpp:small.gguf", "embedding_model": "e", "retrieval_mode": "hybrid", "failed": {}},
+        answer_verdict.model_hint("llama.cpp:small.gguf", "llama3.2"),
+    )
+    assert answer_verdict.model_hint("llama3.2 (Ollama)", "llama3.2") is None
+
+
+def test_after_an_upload_a_later_sync_that_finds_nothing_new_leaves_the_upload_counted(ui, tmp_path):
+    (ui.docs / "kettle.md").write_text("# Kettle\n\nDescale it every month.\n", encoding="utf-8")
+    ui.rag.index()
+    new = tmp_path / "teapot.md"
+    new.write_text("# Teapot\n\nWarm the pot first.\n", encoding="utf-8")
+    after_upload = ui.handlers.upload([str(new)], [], None, progress=lambda *args, **kwargs: None)
+    assert "1 added" in after_upload[ui.page.docs.index_panel]
+    ui.rag.index()  # the folder watcher looks again after the upload and finds nothing new
+    panel = ui.handlers.refresh([], None)[ui.page.docs.index_panel]
+    assert "last change" in panel and "1 added" in panel and "nothing new" in panel
+    assert "0 added" not in panel, "a stale run that added nothing does not hide the upload"
+
+
+def question(text: str) -> web_questions.Question:
+    return web_questions.Question(text, {"role": "user", "content": text}, None)
+
+
+def test_a_page_answers_its_questions_in_order_and_drops_none():
+    session = web_questions.ChatSession()
+    session.add(question("first"))
+    assert session.claim() and not session.claim(), "one loop writes a page's answers"
+    assert session.next_question().text == "first"
+    session.add(question("second"))  # asked while the first is answered
+    assert [m["content"] for m in session.chat()][-1].count("Waiting") == 1, "shown as waiting"
+    session.show({"role": "assistant", "content": "partial"})
+    assert session.stop()
+    session.finish(session.chat_number, None, stopped=True)
+    assert web_html.STOPPED_NOTE in session.turns[-1]["content"] and "partial" in session.turns[-1]["content"]
+    assert session.next_question().text == "second", "Stop ends one answer, not the ones waiting"
+    session.finish(session.chat_number, [{"role": "user", "content": "second"}])
+    assert session.next_question() is None and session.claim(), "once none waits, the next ask starts a new loop"
+
+
+def test_a_question_asked_while_an_answer_is_written_is_answered_after_it(ui):
+    session = web_questions.ChatSession()
+    chat = ui.page.ask.chat
+    ui.handlers.take_question("What is in the folder?", None, session)
+    answering = ui.handlers.answer_all(session)
+    next(answering)  # the first question is being answered
+    shown = ui.handlers.take_question("And what else?", None, session)[chat]
+    assert shown[-2]["content"] == "And what else?", "the question shows at once, under the one being answered"
+    import gradio as gr
+
+    assert list(ui.handlers.answer_all(session)) == [{chat: gr.skip()}], "a second loop leaves it to the first"
+    updates = list(answering)
+    final = updates[-1][chat]
+    assert [m["content"] for m in final if m["role"] == "user"] == ["What is in the folder?", "And what else?"]
+    assert len(final) == 4 and not any("Waiting" in m["content"] for m in final)
 
 
 # ---------------------------------------------------------------- the real app
@@ -550,6 +630,8 @@ def test_example_question_streams_a_cited_answer_with_its_pdf_page(page, tmp_pat
     assert model, sources.inner_text()
     assert f"— {model[1]}" in final
     expect(page.locator("#docqa-status")).to_contain_text(f"model: {model[1]}")
+    expect(page.locator("#docqa-status")).to_contain_text("ollama pull"), "the embedded model's note is said once, up top"
+    assert "ollama pull" not in final, "and not under the answer"
 
     # Citations: every [n] the model wrote links to card n (the unit tests cover the rendering).
     cards = sources.locator(".docqa-source")
@@ -670,7 +752,7 @@ def test_api_offers_only_the_ask_endpoint(docqa_url):
 
 
 def test_rate_limiter_allows_n_per_minute_per_client():
-    from web_ui import RateLimiter
+    from web_questions import RateLimiter
 
     limiter = RateLimiter(3)
     assert [limiter.wait_s("a") for _ in range(3)] == [0.0, 0.0, 0.0]
@@ -788,6 +870,68 @@ def test_a_second_tab_is_told_its_place_in_the_queue(browser, slow_server):
     finally:
         first.context.close()
         second.context.close()
+
+
+IN_VIEW_JS = """(el) => {
+    // The element's top shows: inside every scrolled box around it, and inside the window.
+    const top = el.getBoundingClientRect().top;
+    for (let p = el.parentElement; p; p = p.parentElement) {
+        if (!/(auto|scroll)/.test(getComputedStyle(p).overflowY)) continue;
+        const box = p.getBoundingClientRect();
+        if (top < box.top - 1 || top > box.bottom - 10) return false;
+    }
+    return top >= 0 && top < window.innerHeight - 10;
+}"""
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_ask_while_an_answer_streams_queues_the_question_stop_ends_an_answer_and_the_question_stays_in_view(browser, slow_server):
+    from playwright.sync_api import expect
+
+    page = open_page(browser, slow_server.url)
+    chat = page.locator("#docqa-chat")
+    bots, users = chat.locator("[data-testid='bot']"), chat.locator("[data-testid='user']")
+    box, stop = page.locator("#docqa-question textarea"), page.get_by_role("button", name="Stop")
+    try:
+        ask(page, "What is the default chunk size?")
+        expect(stop).to_be_visible()  # the answer is being written
+        box.fill("Does docqa send my documents anywhere?")
+        page.get_by_role("button", name="Ask").click()  # a click, as Enter did
+        expect(users).to_have_count(2)
+        expect(bots.nth(1)).to_contain_text("Waiting: answered once the question above is")
+        expect(box).to_have_value("")
+        expect(bots.first).to_contain_text("— ollama:", timeout=ANSWER_TIMEOUT_MS)
+        expect(bots.nth(1)).to_contain_text("— ollama:", timeout=ANSWER_TIMEOUT_MS)
+        expect(chat).not_to_contain_text("Waiting")
+
+        # The chat holds more than its height: the latest question and the start of its answer still show.
+        assert chat.locator(".bubble-wrap").evaluate("el => el.scrollHeight > el.clientHeight + 50"), "too short to test scrolling"
+        assert users.nth(1).evaluate(IN_VIEW_JS), "the latest question is scrolled out of view"
+        assert bots.nth(1).evaluate(IN_VIEW_JS), "the start of its answer is scrolled out of view"
+
+        ask(page, "How do I use Ollama for better answers?")
+        expect(bots).to_have_count(3)
+        expect(stop).to_be_visible()  # its sources are shown and the model is writing
+        stop.click()
+        expect(bots.nth(2)).to_contain_text(web_html.STOPPED_NOTE, timeout=10_000)
+        expect(bots.nth(2)).not_to_contain_text("— ollama:")
+        expect(stop).to_be_hidden()
+
+        ask(page, "What is the default chunk size?")  # the slot Stop freed answers the next question
+        expect(bots.nth(3)).to_contain_text("— ollama:", timeout=ANSWER_TIMEOUT_MS)
+        assert users.nth(3).evaluate(IN_VIEW_JS), "the latest question is scrolled out of view"
+    finally:
+        page.context.close()
+
+
+@pytest.mark.slow
+def test_the_gradio_ask_endpoint_answers_with_the_chat_and_its_history(slow_server):
+    from gradio_client import Client
+
+    chat, history = Client(slow_server.url, verbose=False).predict("What is the default chunk size?", [], [], [], api_name="/ask")
+    assert [m["role"] for m in chat] == ["user", "assistant"] and "— ollama:" in chat[-1]["content"]
+    assert "1000" in history[-1]["content"], "the plain-text history a follow-up sends back"
 
 
 @pytest.mark.browser
