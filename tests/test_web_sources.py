@@ -21,7 +21,7 @@ import pytest
 
 from config import SETTING_FIELDS, env_name
 from ollama_standin import OllamaStandin
-from serving import ServerDidNotStart, free_port, running
+from serving import ServerDidNotStart, free_port, running, wait_until_indexed
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
@@ -50,6 +50,7 @@ def server_url(tmp_path_factory) -> Iterator[str]:
         )
         try:
             with running([sys.executable, "main.py", "serve"], url, tmp / "server.log", env, ROOT, 300):
+                wait_until_indexed(url)
                 yield url
         except ServerDidNotStart as exc:
             pytest.fail(str(exc))
