@@ -417,10 +417,22 @@ def _body(answer: AnswerView) -> tuple[str, bool]:
     return _marked_text(answer)
 
 
+DRAFT_NOTE = "Draft: being checked against the passages…"
+"""Above the model's text while it streams: only the checked answer, once done, looks final."""
+
+
+def _draft_lead(answer: AnswerView) -> str:
+    if answer.done or not answer.text or getattr(answer, "kind", "answer") != "answer":
+        return ""
+    return f"<span class='docqa-draft'>✎ {DRAFT_NOTE}</span>\n\n"
+
+
 def answer_markdown(answer: AnswerView) -> str:
-    """The answer as chat markdown: quotes first, citations linked, unsupported sentences marked, search shown."""
+    """The answer as chat markdown: quotes first, citations linked, unsupported sentences marked, search shown.
+    While the model writes, its text is marked as a draft being checked."""
     body, marked = _body(answer)
-    out = link_citations(_indexing_lead(answer) + _quoted_lead(answer) + (body or "…"), len(answer.passages))
+    lead = _indexing_lead(answer) + _quoted_lead(answer) + _draft_lead(answer)
+    out = link_citations(lead + (body or "…"), len(answer.passages))
     set_aside = getattr(answer, "set_aside", None)
     if set_aside:
         out += (

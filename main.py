@@ -353,6 +353,7 @@ def cmd_serve(rag: RAGSystem, args: argparse.Namespace) -> int:
     """
     from web_ui import serve
 
+    rag.announce_sync()
     threading.Thread(target=start_up, args=(rag, args.reindex), name="docqa-start-up", daemon=True).start()
     serve(rag)
     return 0

@@ -108,6 +108,11 @@ class RAGSystem:
             self._tracker.finish(report.summary(), report.changed)
             return report
 
+    def announce_sync(self) -> None:
+        """Mark a sync as begun before its thread starts (serve's start-up), so that nothing reads the
+        index as complete in the moment between the server listening and the sync taking its lock."""
+        self._tracker.begin()
+
     def watch(self) -> FolderWatcher:
         """Re-index in the background whenever the documents folder changes."""
         self._watcher = documents_folder.watch(self.settings, self.index)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
 NO_SOURCES = "<p class='docqa-empty'>Sources appear here.</p>"
 STOPPED_NOTE = "Stopped: the answer ends here."
+_DRAFT_LEAD = re.compile(r"<span class='docqa-draft'>.*?</span>\n\n")
 
 Message = dict[str, str]
 
@@ -221,7 +223,7 @@ def queued_message() -> Message:
 
 def stopped_message(partial: Message | None) -> Message:
     """The answer as far as it got when the user pressed Stop (None: before it began), marked as cut."""
-    so_far = f"{partial['content']}\n\n" if partial else ""
+    so_far = f"{_DRAFT_LEAD.sub('', partial['content'])}\n\n" if partial else ""  # a stopped draft was never checked
     return {"role": "assistant", "content": f"{so_far}<span class='docqa-note docqa-stopped'>{STOPPED_NOTE}</span>"}
 
 

@@ -37,6 +37,8 @@ CSS = """
 .docqa-model { color: var(--body-text-color-subdued); font-size: 0.9em; }
 mark.docqa-unsupported { background: transparent; color: inherit; text-decoration: underline wavy #d97706; text-underline-offset: 3px; }
 .docqa-note { color: var(--body-text-color-subdued); font-size: 0.9em; }
+.docqa-draft { color: var(--body-text-color-subdued); font-style: italic; font-size: 0.9em; }
+.docqa-indexing { color: var(--body-text-color-subdued); font-size: 0.9em; }
 .docqa-page img { max-width: 100%; border: 1px solid var(--border-color-primary); }
 .docqa-page figcaption { color: var(--body-text-color-subdued); font-size: 0.85em; }
 .docqa-index table { border-collapse: collapse; }

@@ -999,3 +999,25 @@ def test_a_code_answer_shows_its_code_as_written_and_docqa_markup_outside_it(bro
         messages = page.locator("#docqa-chat .bubble-wrap").bounding_box()
         assert label["y"] + label["height"] <= messages["y"] + 1, "the Answer label sits above the messages, not over them"
         context.close()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_the_draft_shows_as_being_checked_then_the_final_answer_with_citations_that_open_their_source(browser, slow_server):
+    from playwright.sync_api import expect
+
+    from answer_render import DRAFT_NOTE
+
+    page = open_page(browser, slow_server.url)
+    try:
+        ask(page, "What is the default chunk size?")
+        bot = page.locator("#docqa-chat [data-testid='bot']").first
+        expect(bot).to_contain_text(DRAFT_NOTE, timeout=ANSWER_TIMEOUT_MS)  # the model's words, not yet checked
+        expect(bot).to_contain_text("— ollama:", timeout=ANSWER_TIMEOUT_MS)
+        expect(bot).not_to_contain_text(DRAFT_NOTE)
+        citation = bot.locator("a[href^='#source-']").first
+        expect(citation).to_be_visible()
+        target = citation.get_attribute("href")
+        assert target and page.locator(target).count() == 1, "the citation names a source card on the page"
+    finally:
+        page.context.close()
