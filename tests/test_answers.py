@@ -117,7 +117,8 @@ def test_ollama_answers_get_the_same_quotes_and_checks(tmp_path, embedder, piece
     if shown:
         assert answer.set_aside is None and "1000 characters" in answer.text
     else:
-        assert answer.set_aside == "The default chunk size is 1024 bytes [2]."
+        cited = answer.renumbered.get(2, 2)  # the prompt's passage 2, as the arranged source list numbers it
+        assert answer.set_aside == f"The default chunk size is 1024 bytes [{cited}]."
         assert "1024" in (answer.notice or "") and "1024" not in answer.text
         assert "1000" in answer.text, "the quotes stand as the answer"
 
