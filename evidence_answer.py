@@ -72,10 +72,11 @@ class Draft:
 
 @dataclass(frozen=True)
 class Judgement:
-    """Whether the draft is shown; `reason` says why not, in words for the notice."""
+    """Whether the draft is shown, and the excerpts that back it (its citations); `reason` says why not."""
 
     shown: bool
     reason: str = ""
+    evidence: tuple[int, ...] = ()
 
 
 def pick_excerpts(sentences: PassageSentences, scores: Sequence[np.ndarray], most: int = EXCERPTS) -> list[Excerpt]:
@@ -142,20 +143,43 @@ def partial_answer(raw: str) -> str:
 
 
 def judge_draft(draft: Draft, excerpts: Sequence[Excerpt], question: str, coverage: float = COVERAGE) -> Judgement:
-    """The one judge: the answer must be backed by the excerpts it names."""
+    """The one judge: the answer must be backed by excerpts, those it names or, when they do not back it,
+    the fewest that do. A small model often names a neighbour of the excerpt it copied, so its ids are
+    checked, never trusted: the citations are the excerpts that hold the answer."""
     if not draft.readable:
         return Judgement(False, "the model's reply could not be read")
     if not draft.text:
         return Judgement(False, "the model wrote no answer")
-    if not draft.evidence:
-        return Judgement(False, "the model named no excerpt that holds its answer")
-    evidence = "\n".join(e.text for e in excerpts if e.number in draft.evidence)
-    exact = exact_mismatches(draft.text, evidence, question)
+    named = [e for e in excerpts if e.number in draft.evidence]
+    problem = _unbacked(draft.text, named, question, coverage) if named else "the model named no excerpt that holds its answer"
+    if problem is None:
+        return Judgement(True, evidence=tuple(e.number for e in named))
+    backing = _backing(draft.text, excerpts, question, coverage)
+    if backing:
+        return Judgement(True, evidence=tuple(e.number for e in backing))
+    return Judgement(False, problem)
+
+
+def _unbacked(text: str, evidence: Sequence[Excerpt], question: str, coverage: float) -> str | None:
+    """Why `evidence` does not back `text`, or None when it does."""
+    joined = "\n".join(e.text for e in evidence)
+    exact = exact_mismatches(text, joined, question)
     if exact:
-        return Judgement(False, exact[0].replace("the passage", "its evidence"))
-    if covered_share(draft.text, evidence, question) < coverage:
-        return Judgement(False, "its words are not those of the excerpts it names")
-    return Judgement(True)
+        return exact[0].replace("the passage", "its evidence")
+    if covered_share(text, joined, question) < coverage:
+        return "its words are not those of the excerpts it names"
+    return None
+
+
+def _backing(text: str, excerpts: Sequence[Excerpt], question: str, coverage: float) -> list[Excerpt]:
+    """The fewest excerpts, most covering first, that back `text`; empty when all of them together do not."""
+    if _unbacked(text, excerpts, question, coverage) is not None:
+        return []
+    ranked = sorted(excerpts, key=lambda e: -covered_share(text, e.text, question))
+    for size in range(1, len(ranked) + 1):
+        if _unbacked(text, ranked[:size], question, coverage) is None:
+            return sorted(ranked[:size], key=lambda e: e.number)
+    return list(excerpts)
 
 
 def covered_share(answer: str, evidence: str, question: str) -> float:
@@ -166,19 +190,19 @@ def covered_share(answer: str, evidence: str, question: str) -> float:
     return len(new & content_terms(evidence)) / len(new)
 
 
-def cited_answer(draft: Draft, excerpts: Sequence[Excerpt]) -> str:
-    """The answer with its citations: the passages of the excerpts it names, in order."""
-    passages = dict.fromkeys(e.passage for e in excerpts if e.number in draft.evidence)
+def cited_answer(text: str, evidence: Sequence[int], excerpts: Sequence[Excerpt]) -> str:
+    """The answer with its citations: the passages of its evidence excerpts, in order."""
+    passages = dict.fromkeys(e.passage for e in excerpts if e.number in evidence)
     marks = "".join(f"[{n}]" for n in passages)
-    text = draft.text.rstrip()
+    text = text.rstrip()
     if text.endswith((".", "!", "?")) and marks:
         return f"{text[:-1]} {marks}{text[-1]}"
     return f"{text} {marks}".strip()
 
 
-def evidence_of(draft: Draft, excerpts: Sequence[Excerpt]) -> list[Excerpt]:
-    """The excerpts the draft names, or all of them when it names none."""
-    named = [e for e in excerpts if e.number in draft.evidence]
+def evidence_of(ids: Sequence[int], excerpts: Sequence[Excerpt]) -> list[Excerpt]:
+    """The excerpts `ids` names, or all of them when it names none."""
+    named = [e for e in excerpts if e.number in ids]
     return named or list(excerpts)
 
 
@@ -216,8 +240,9 @@ class EvidenceAnswer:
                 self.review.quotes_stand(answer, evidence, "the model found no answer in the passages; check whether these sentences answer your question")
             return
         verdict = judge_draft(draft, excerpts, question)
-        answer.quotes = quotes_json(excerpt_quotes(evidence_of(draft, excerpts)), labels)
-        answer.text = cited_answer(draft, excerpts) if draft.text else raw
+        ids = verdict.evidence if verdict.shown else draft.evidence
+        answer.quotes = quotes_json(excerpt_quotes(evidence_of(ids, excerpts)), labels)
+        answer.text = cited_answer(draft.text, ids, excerpts) if draft.text else raw
         if verdict.shown:
             self.review.ground(answer, evidence)  # for the highlights; the judge above decided
             answer.unsupported = []

@@ -152,10 +152,13 @@ def test_the_draft_streams_the_answer_field_only():
 def test_the_judge_holds_the_answer_to_the_evidence_it_names():
     excerpts = [Excerpt(1, 1, "The office opens at 07:30."), Excerpt(2, 3, "Boats moor at pier 4.")]
     named_wrong = Draft(True, True, (2,), "The office opens at 07:30.")
-    assert not judge_draft(named_wrong, excerpts, "When does the office open?").shown, "backed only by an excerpt it did not name"
+    recited = judge_draft(named_wrong, excerpts, "When does the office open?")
+    assert recited.shown and recited.evidence == (1,), "cited to the excerpt that holds it, not the one named"
     right = Draft(True, True, (1,), "It opens at 07:30.")
-    assert judge_draft(right, excerpts, "When does the office open?").shown
-    assert cited_answer(right, excerpts) == "It opens at 07:30 [1]."
+    assert judge_draft(right, excerpts, "When does the office open?").evidence == (1,)
+    assert cited_answer(right.text, (1,), excerpts) == "It opens at 07:30 [1]."
+    invented = Draft(True, True, (1,), "It opens at 06:45.")
+    assert not judge_draft(invented, excerpts, "When does the office open?").shown, "no excerpt holds 06:45"
     unknown = read_draft('{"answered": true, "evidence": [9, 2], "answer": "x"}', excerpts)
     assert unknown.evidence == (2,)
     assert answer_schema(excerpts)["properties"]["evidence"]["items"]["enum"] == [1, 2]  # type: ignore[index]
