@@ -393,7 +393,7 @@ def _quoted_lead(answer: AnswerView) -> str:
 def _indexing_lead(answer: AnswerView) -> str:
     """Asked during a sync: the note that only part of the folder is indexed yet."""
     note = getattr(answer, "indexing", None)
-    return f"<span class='docqa-indexing'>⏳ {literal_markdown(note)}</span>\n\n" if note else ""
+    return f"<span class='docqa-indexing'>{literal_markdown(note)}</span>\n\n" if note else ""
 
 
 def repeats_the_quotes(answer: AnswerView) -> bool:
@@ -424,7 +424,7 @@ DRAFT_NOTE = "Draft: being checked against the passages…"
 def _draft_lead(answer: AnswerView) -> str:
     if answer.done or not answer.text or getattr(answer, "kind", "answer") != "answer":
         return ""
-    return f"<span class='docqa-draft'>✎ {DRAFT_NOTE}</span>\n\n"
+    return f"<span class='docqa-draft'>{DRAFT_NOTE}</span>\n\n"
 
 
 def answer_markdown(answer: AnswerView) -> str:

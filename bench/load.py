@@ -14,7 +14,6 @@ import argparse
 import contextlib
 import json
 import os
-import re
 import sys
 import tempfile
 import time
@@ -56,19 +55,19 @@ def docqa_server(docs: Path, data: Path, env_extra: dict[str, str] | None = None
 
 
 def one_session(url: str, animal: str) -> dict:
-    """Ask about one animal through the public /ask endpoint; check the sources are its own."""
-    from gradio_client import Client
+    """Ask about one animal through the REST /api/ask endpoint; check that its sources are its own.
+
+    The UI's Gradio /ask endpoint returns the chat only; the REST answer lists its sources as data,
+    in the order the page shows them."""
+    import urllib.request
 
     started = time.perf_counter()
     try:
-        client = Client(url, verbose=False)
-        result = client.predict(f"What does the {animal} eat?", [], api_name="/ask")
-        # The sources panel and the copy text both list "[n] file ..." in rank order.
-        text = "\n".join(r for r in result if isinstance(r, str))
-        cited = []
-        for match in re.finditer(r"\[(\d+)\]\s*([\w.-]+\.md)", text):
-            if match.group(2) not in cited:
-                cited.append(match.group(2))
+        body = json.dumps({"question": f"What does the {animal} eat?"}).encode()
+        request = urllib.request.Request(f"{url.rstrip('/')}/api/ask", data=body, headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=600) as reply:
+            result = json.load(reply)
+        cited = list(dict.fromkeys(s["source"] for s in result.get("sources", []) if not s.get("weak")))
         own = f"{animal}.md"
         return {
             "animal": animal, "ok": bool(cited) and cited[0] == own,

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from answer_render import cited_numbers
 from config import SETTING_FIELDS, env_name
 from conftest import ROOT, THINKPYTHON_PDF, THINKPYTHON_QA, module_settings, rag_with, require
 from ollama_standin import OllamaStandin
@@ -268,8 +269,11 @@ def test_ask_cites_the_expected_file_first(ask_json, question):
     # The words the answer is built from reach the model, from that same place.
     same_place = [s["text"] for s in answer["sources"] if (s["source"], s["page"]) == (top["source"], top["page"])]
     assert all(any(term in text for text in same_place) for term in expected["terms"])
-    scores = [s["score"] for s in answer["sources"]]
-    assert scores == sorted(scores, reverse=True) and len(scores) <= 5
+    # The passages the answer cites are listed first; the weak matches, if any, last.
+    cited = cited_numbers(answer["answer"], len(answer["sources"]))
+    assert cited == list(range(1, len(cited) + 1)), cited
+    weak = [s["weak"] for s in answer["sources"]]
+    assert weak == sorted(weak) and len(weak) <= 5
     for source in answer["sources"]:
         assert_source_shape(source)
 

@@ -8,7 +8,6 @@ Whole-document and multi-part questions share the same small indexed folder.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -283,14 +282,17 @@ def test_follow_up_is_rewritten_with_the_embedded_model_before_retrieval(embedde
     assert answer.to_json()["standalone_question"] == answer.standalone_question
 
 
-def test_follow_up_is_rewritten_by_ollama_and_the_model_sees_bounded_history(ollama_rag: Any, ollama: OllamaStandin) -> None:
-    standin_answers(ollama, ["How do I create a tuple", " in Python?"])
+def test_follow_up_is_rewritten_by_ollama_and_the_model_sees_bounded_history(docs_home: Path, ollama: OllamaStandin, embedder: Any) -> None:
     history = [{"role": "user", "content": "What is a dictionary?"}, {"role": "assistant", "content": "A mapping [1]."}, *HISTORY]
-    settings = dataclasses.replace(ollama_rag.settings, history_max_turns=1)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(ollama_rag, "settings", settings)
-        answer = ollama_rag.ask("and what about tuples?", history=history)
+    settings = rag_settings(
+        docs_home, db_dir=docs_home / "data-bounded", llm_backend="ollama", ollama_host=ollama.url, history_max_turns=1
+    )
+    bounded = open_rag(settings, embedder)
+    try:
+        standin_answers(ollama, ["How do I create a tuple", " in Python?"])
+        answer = bounded.ask("and what about tuples?", history=history)
+    finally:
+        bounded.close()
 
     assert answer.standalone_question == "How do I create a tuple in Python?"
     rewrite_request, answer_request = ollama.chat_requests

@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
-from load import docqa_server, one_session, run_load, write_documents  # noqa: E402
+from load import docqa_server, run_load, write_documents  # noqa: E402
 
 SESSIONS = 20
 
@@ -35,8 +35,10 @@ def test_rate_limit_answers_with_a_clear_message(tmp_path):
     write_documents(docs, 2)
     env = {"LLM_BACKEND": "llamacpp", "LLM_MAX_TOKENS": "2", "RATE_LIMIT_PER_MINUTE": "2"}
     with docqa_server(docs, data, env) as url:
-        assert one_session(url, "zorbat")["ok"]
-        assert one_session(url, "quillfin")["ok"]
-        result = Client(url, verbose=False).predict("What does the zorbat eat?", [], api_name="/ask")
-    last = str(result[0][-1]["content"])  # a string, or Gradio's list of text parts
+        client = Client(url, verbose=False)
+        for animal in ("zorbat", "quillfin"):
+            chat, _ = client.predict(f"What does the {animal} eat?", [], [], [], api_name="/ask")
+            assert "Too many questions" not in str(chat[-1]["content"])
+        chat, _ = client.predict("What does the zorbat eat?", [], [], [], api_name="/ask")
+    last = str(chat[-1]["content"])  # a string, or Gradio's list of text parts
     assert "Too many questions" in last and "RATE_LIMIT_PER_MINUTE" in last
