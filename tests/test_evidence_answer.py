@@ -159,6 +159,9 @@ def test_the_judge_holds_the_answer_to_the_evidence_it_names():
     assert cited_answer(right.text, (1,), excerpts) == "It opens at 07:30 [1]."
     invented = Draft(True, True, (1,), "It opens at 06:45.")
     assert not judge_draft(invented, excerpts, "When does the office open?").shown, "no excerpt holds 06:45"
+    copied = Draft(True, True, (2,), "Boats moor at pier 4.")
+    off = judge_draft(copied, excerpts, "How much does a berth cost per night in winter?")
+    assert not off.shown and off.off_question, "a copied excerpt that does not address the question is refused"
     unknown = read_draft('{"answered": true, "evidence": [9, 2], "answer": "x"}', excerpts)
     assert unknown.evidence == (2,)
     assert answer_schema(excerpts)["properties"]["evidence"]["items"]["enum"] == [1, 2]  # type: ignore[index]
