@@ -549,4 +549,4 @@ def answer_note(answer: AnswerView) -> str:
             return f"Quoted from the passages{after}; the answer of {answer.model or 'the model'} was set aside"
         return f"Answered by {answer.model or 'no model'}{after}"
     found = f"Found {len(answer.passages)} passage{'' if len(answer.passages) == 1 else 's'}"
-    return f"{found}; {answer.model} is answering…" if answer.model else f"{found}; loading the model…"
+    return f"{found}; {answer.model} is answering…" if answer.model else f"{found}; the model is reading them…"
