@@ -9,7 +9,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -132,13 +132,11 @@ class AnswersFirst:
     it waits there while any answer is running, then goes on where it was.
     """
 
-    def __init__(self, on_pause: Any = None, max_pause_s: float = MAX_PAUSE_S) -> None:
+    def __init__(self, on_pause: Callable[[bool], None] | None = None, max_pause_s: float = MAX_PAUSE_S) -> None:
         self._answering = 0
         self._changed = threading.Condition()
         self._on_pause = on_pause
         self.max_pause_s = max_pause_s
-        self.pauses = 0
-        """How often indexing has waited for an answer; the tests and the log read it."""
 
     @contextmanager
     def answering(self) -> Iterator[None]:
@@ -151,16 +149,11 @@ class AnswersFirst:
                 self._answering -= 1
                 self._changed.notify_all()
 
-    @property
-    def busy(self) -> bool:
-        return self._answering > 0
-
     def wait_turn(self) -> None:
         """Return at once when no answer runs; else wait until none does (at most `max_pause_s`)."""
         with self._changed:
             if not self._answering:
                 return
-            self.pauses += 1
             log.info("Indexing paused while an answer is generated")
             if self._on_pause:
                 self._on_pause(True)
