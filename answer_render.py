@@ -419,12 +419,13 @@ def _body(answer: AnswerView) -> tuple[str, bool]:
 
 DRAFT_NOTE = "Draft: being checked against the passages…"
 """Above the model's text while it streams: only the checked answer, once done, looks final."""
+DRAFT_LEAD = f"<span class='docqa-draft'>{DRAFT_NOTE}</span>\n\n"
 
 
 def _draft_lead(answer: AnswerView) -> str:
     if answer.done or not answer.text or getattr(answer, "kind", "answer") != "answer":
         return ""
-    return f"<span class='docqa-draft'>{DRAFT_NOTE}</span>\n\n"
+    return DRAFT_LEAD
 
 
 def answer_markdown(answer: AnswerView) -> str:
@@ -519,12 +520,13 @@ def source_card_html(n: int, passage: PassageView, highlights: list[str]) -> str
     )
 
 
-def sources_html(answer: AnswerView) -> str:
-    """The passages behind an answer, with where they come from, as escaped HTML; its weak matches collapsed under them."""
+def sources_html(answer: AnswerView, note: str | None = None) -> str:
+    """The passages behind an answer, with where they come from, as escaped HTML; its weak matches collapsed under them.
+    `note` replaces the line on who answered (an answer stopped by the user has none)."""
     if not answer.passages:
         return "<p class='docqa-empty'>No sources.</p>"
     highlights = getattr(answer, "highlights", None) or {}
-    parts = [f"<p class='docqa-model'>{html.escape(answer_note(answer))}</p>"]
+    parts = [f"<p class='docqa-model'>{html.escape(note or answer_note(answer))}</p>"]
     for n, p in enumerate(answer.passages, start=1):
         parts.append(source_card_html(n, p, list(highlights.get(n, []))))
     more = list(getattr(answer, "more_passages", None) or [])

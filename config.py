@@ -201,8 +201,9 @@ class Settings:
         "free",
         "How the model answers: free (it writes its answer from the passages; checks decide whether it is shown) or "
         "evidence (it picks which of a few excerpts answer and phrases them, in a JSON shape; citations come from "
-        "its picks and one judge holds the answer to them). docs/answer-results.md compares them.",
-        choices=("free", "evidence"),
+        "its picks and one judge holds the answer to them) or judged (free, held by that one judge instead of the "
+        "free design's checks). docs/answer-results.md compares them.",
+        choices=("free", "evidence", "judged"),
     )
     ollama_host: str = _setting("http://127.0.0.1:11434", "Ollama server address.")
     ollama_model: str = _setting("llama3.2", "Ollama model name.")

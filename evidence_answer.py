@@ -24,10 +24,12 @@ import numpy as np
 
 from answer_check import exact_mismatches
 from answer_context import Quote, quotes_json, select_quotes
+from answer_render import cited_numbers
 from answer_review import AnswerReview, Evidence
 from answer_types import Answer
+from answer_verdict import uncited
 from errors import LLMError
-from grounding import PassageSentences, content_terms
+from grounding import PassageSentences, content_terms, split_sentences
 from llm_handler import LLMBackend
 
 log = logging.getLogger(__name__)
@@ -84,6 +86,8 @@ class Judgement:
     evidence: tuple[int, ...] = ()
     off_question: bool = False
     """The evidence does not address the question: refused, not shown as quotes."""
+    text: str = ""
+    """A free text judged sentence by sentence (`judge_text`): the text, each sentence citing what backs it."""
 
 
 def pick_excerpts(sentences: PassageSentences, scores: Sequence[np.ndarray], most: int = EXCERPTS) -> list[Excerpt]:
@@ -165,6 +169,31 @@ def judge_draft(draft: Draft, excerpts: Sequence[Excerpt], question: str, covera
     if addressed_share(question, " ".join(e.text for e in backing)) < ADDRESSED:
         return Judgement(False, "its evidence does not address the question", off_question=True)
     return Judgement(True, evidence=tuple(e.number for e in backing))
+
+
+def judge_text(text: str, passages: Sequence[str], question: str, coverage: float = COVERAGE) -> Judgement:
+    """The same judge for a free text (ANSWER_DESIGN=judged): every sentence that says something must be
+    backed by the passages it cites, or else by the fewest passages that back it, and is re-cited to
+    them; one unbacked sentence sets the text aside. `passages` are the texts the model read."""
+    excerpts = [Excerpt(n, n, t) for n, t in enumerate(passages, start=1)]
+    shown, used = text, []
+    for sentence in split_sentences(text):
+        body = uncited(sentence)
+        if not content_terms(body) - YES_NO:
+            continue  # "[1]", "Yes.", a bullet: nothing to back
+        named = [e for e in excerpts if e.number in cited_numbers(sentence, len(excerpts))]
+        problem = _unbacked(body, named, question, coverage) if named else "a sentence cites no passage that holds it"
+        backing = named if problem is None else _backing(body, excerpts, question, coverage)
+        if not backing:
+            return Judgement(False, problem or "")
+        if backing != named:
+            shown = shown.replace(sentence, cited_answer(body, [e.number for e in backing], excerpts), 1)
+        used += backing
+    if not used:
+        return Judgement(False, "the model wrote no answer")
+    if addressed_share(question, " ".join(e.text for e in used)) < ADDRESSED:
+        return Judgement(False, "its evidence does not address the question", off_question=True)
+    return Judgement(True, evidence=tuple(sorted({e.number for e in used})), text=shown)
 
 
 def addressed_share(question: str, evidence: str) -> float:

@@ -13,13 +13,15 @@ import time
 from collections.abc import Callable, Generator, Iterator
 
 from answer_context import compact_passages
-from answer_review import Evidence
+from answer_render import is_refusal
+from answer_review import AnswerReview, Evidence
 from answer_tidy import REPEATED_EARLIER, repeats_earlier, repeats_from, tidy_answer
 from answer_types import Answer
 from answer_verdict import add_notice, model_hint
 from config import Settings
 from conversation import bounded_history
 from errors import LLMError
+from evidence_answer import judge_text
 from llm_handler import LLMBackend, build_messages
 from retriever import Passage
 
@@ -32,11 +34,16 @@ class FreeAnswer:
     def __init__(self, settings: Settings, model: Callable[[], LLMBackend], failed: Callable[[Answer, LLMError], None]) -> None:
         self.settings, self.model, self.failed = settings, model, failed
 
-    def messages(self, question: str, passages: list[Passage], history: list[dict[str, str]], checks: Evidence | None) -> list[dict[str, str]]:
-        """The prompt: each passage cut to what bears on the question (answer_context.py), numbers kept."""
+    def passage_texts(self, passages: list[Passage], checks: Evidence | None) -> list[str]:
+        """What the model reads of each passage: the sentences that bear on the question (answer_context.py), numbers kept."""
         texts = [p.text for p in passages]
         if checks and self.settings.context_token_budget > 0:
             texts = compact_passages(texts, checks.sentences, checks.scores, self.settings.context_token_budget)
+        return texts
+
+    def messages(self, question: str, passages: list[Passage], history: list[dict[str, str]], checks: Evidence | None) -> list[dict[str, str]]:
+        """The prompt: the passages as `passage_texts` cuts them, and the bounded history."""
+        texts = self.passage_texts(passages, checks)
         messages = build_messages(question, [(p.label, t) for p, t in zip(passages, texts, strict=True)])
         turns = bounded_history(history, self.settings.history_max_turns, self.settings.history_max_tokens)
         return [messages[0], *turns, *messages[1:]]
@@ -90,3 +97,44 @@ class FreeAnswer:
         except LLMError as exc:
             self.failed(answer, exc)
         return pieces >= limit
+
+
+class JudgedAnswer:
+    """ANSWER_DESIGN=judged, the issue's design (c): the free draft, untidied, held by the evidence
+    design's one judge (evidence_answer.judge_text) instead of the rule pile: each sentence backed by
+    the passages it cites as the model read them, or re-cited to those that back it; otherwise the
+    quotes stand. `review` owns the quotes, refusals and highlights."""
+
+    def __init__(self, free: FreeAnswer, review: AnswerReview) -> None:
+        self.free, self.review = free, review
+
+    def run(self, answer: Answer, question: str, evidence: Evidence, started: float) -> Iterator[Answer]:
+        """Yield the answer as its draft streams; it ends judged, refused or with the quotes standing (not yet `done`)."""
+        texts = self.free.passage_texts(answer.passages, evidence)
+        messages = build_messages(question, [(p.label, t) for p, t in zip(answer.passages, texts, strict=True)])
+        answer.timings["prompt_chars"] = float(sum(len(m["content"]) for m in messages))
+        yield from self.free.stream_into(answer, messages, started)
+        if answer.error:
+            if answer.quotes:
+                self.review.quotes_stand(answer, evidence, f"the model stopped ({answer.error})")
+            return
+        if is_refusal(answer.text):
+            if answer.relevance.get("model_decides"):
+                answer.quotes = []
+                self.review.refuse(answer, evidence, nearest=True)
+            else:
+                answer.text = ""
+                self.review.quotes_stand(answer, evidence, "the model found no answer in the passages; check whether these sentences answer your question")
+            return
+        verdict = judge_text(answer.text, texts, question)
+        if verdict.off_question:
+            log.info("Judged answer refused: %s (%r)", verdict.reason, answer.text)
+            answer.quotes = []
+            self.review.refuse(answer, evidence, nearest=True)
+        elif verdict.shown:
+            answer.text = verdict.text
+            self.review.ground(answer, evidence)  # for the highlights; the judge above decided
+            answer.unsupported = []
+        else:
+            log.info("Judged answer set aside: %s (%r)", verdict.reason, answer.text)
+            self.review.quotes_stand(answer, evidence, verdict.reason)

@@ -28,7 +28,7 @@ from conversation import looks_like_follow_up, make_standalone
 from data_folder import DataLock, LockMode, ensure_writable, open_stores_or_rebuild
 from embeddings import EmbeddingBackend
 from errors import LLMError, describe_error
-from free_answer import FreeAnswer
+from free_answer import FreeAnswer, JudgedAnswer
 from index_status import (
     AnswersFirst,
     DocumentStatus,
@@ -229,6 +229,13 @@ class RAGSystem:
             yield from evidence.EvidenceAnswer(self.review, lambda: self.llm, self.settings.llm_max_tokens, self._llm_failed).run(
                 answer, search, checks, started
             )
+            yield self._finish(answer, started)
+            return
+        if checks and self.settings.answer_design == "judged":
+            self.review.quote(answer, checks)
+            answer.timings["quotes_s"] = time.perf_counter() - started
+            yield answer
+            yield from JudgedAnswer(self.free, self.review).run(answer, search, checks, started)
             yield self._finish(answer, started)
             return
         if checks and not undecided:  # an undecided question shows no quotes until the model has read the passages

@@ -21,6 +21,7 @@ from answer_render import answer_as_text, safe_markdown, sources_html
 from errors import DocqaError
 from web_html import (
     NO_SOURCES,
+    STOPPED_SOURCES,
     answer_message,
     files_table_html,
     index_panel_html,
@@ -122,11 +123,12 @@ class Handlers:
         history = session.history
         where = {"source": question.files} if question.files else None
         answers = self.rag.stream_answer(question.text, where=where, history=history)
-        first = True
+        first, last = True, None
         try:
             for answer in answers:
                 if session.stop_requested or number != session.chat_number:
                     break
+                last = answer
                 session.show(answer_message(answer))
                 if answer.done:
                     session.finish(number, self.rag.history_after(history, answer))
@@ -143,7 +145,10 @@ class Handlers:
         finally:
             answers.close()  # ends the model's generation too
         session.finish(number, None, stopped=True)
-        yield {a.chat: session.chat()}
+        stopped: Update = {a.chat: session.chat()}
+        if last is not None and number == session.chat_number:  # the sources line no longer says the model is reading
+            stopped[a.sources] = sources_html(last, note=STOPPED_SOURCES)
+        yield stopped
 
     def answered(self, answer: Answer) -> Update:
         """Everything but the chat once an answer is complete."""

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import base64
 import html
-import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from answer_render import answer_markdown, literal_markdown, safe_markdown
+from answer_render import DRAFT_LEAD, answer_markdown, literal_markdown, safe_markdown
 from doc_types import PAGE_VIEW_EXTENSIONS
 from index_status import DOCUMENT_COLUMNS, document_rows
 
@@ -23,7 +22,7 @@ if TYPE_CHECKING:
 
 NO_SOURCES = "<p class='docqa-empty'>Sources appear here.</p>"
 STOPPED_NOTE = "Stopped: the answer ends here."
-_DRAFT_LEAD = re.compile(r"<span class='docqa-draft'>.*?</span>\n\n")
+STOPPED_SOURCES = "Stopped before the answer was finished; these passages were found."
 
 Message = dict[str, str]
 
@@ -223,7 +222,7 @@ def queued_message() -> Message:
 
 def stopped_message(partial: Message | None) -> Message:
     """The answer as far as it got when the user pressed Stop (None: before it began), marked as cut."""
-    so_far = f"{_DRAFT_LEAD.sub('', partial['content'])}\n\n" if partial else ""  # a stopped draft was never checked
+    so_far = f"{partial['content'].replace(DRAFT_LEAD, '')}\n\n" if partial else ""  # a stopped draft was never checked
     return {"role": "assistant", "content": f"{so_far}<span class='docqa-note docqa-stopped'>{STOPPED_NOTE}</span>"}
 
 

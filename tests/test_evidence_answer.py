@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from answer_render import cited_numbers
-from evidence_answer import Draft, Excerpt, answer_schema, cited_answer, judge_draft, partial_answer, read_draft
+from evidence_answer import Draft, Excerpt, answer_schema, cited_answer, judge_draft, judge_text, partial_answer, read_draft
 from llm_handler import LLMBackend
 from ollama_standin import OllamaStandin
 from rag_system import RAGSystem
@@ -78,7 +78,7 @@ class Writes(LLMBackend):
 @pytest.fixture
 def harbour(make_settings, embedder):
     def build(llm: LLMBackend, **overrides) -> RAGSystem:
-        settings = make_settings(answer_design="evidence", **overrides)
+        settings = make_settings(**{"answer_design": "evidence", **overrides})
         (settings.docs_dir / "harbour.md").write_text(HANDBOOK, encoding="utf-8")
         rag = RAGSystem(settings, embedder=embedder, llm=llm)
         rag.index()
@@ -165,6 +165,58 @@ def test_the_judge_holds_the_answer_to_the_evidence_it_names():
     unknown = read_draft('{"answered": true, "evidence": [9, 2], "answer": "x"}', excerpts)
     assert unknown.evidence == (2,)
     assert answer_schema(excerpts)["properties"]["evidence"]["items"]["enum"] == [1, 2]  # type: ignore[index]
+
+
+class WritesFree(LLMBackend):
+    """A free-text model: writes `reply`, with `[n]` standing for the number of the passage that holds `word`."""
+
+    name = "stand-in"
+
+    def __init__(self, word: str, reply: str) -> None:
+        self.word, self.reply = word, reply
+
+    def stream(self, messages, max_tokens=None, schema=None) -> Iterator[str]:
+        assert schema is None, "the judged design asks for free text"
+        blocks = re.split(r"\n(?=\[\d+\] )", messages[-1]["content"])
+        holding = [m.group(1) for b in blocks if (m := re.match(r"\[(\d+)\] ", b)) and self.word.lower() in b.lower()]
+        yield self.reply.replace("[n]", f"[{holding[0] if holding else 1}]")
+
+
+def judged(harbour, word: str, reply: str, question: str):
+    rag = harbour(WritesFree(word, reply), answer_design="judged")
+    try:
+        return rag.ask(question)
+    finally:
+        rag.close()
+
+
+def test_judged_design_shows_a_backed_free_answer_and_recites_a_wrong_citation(harbour):
+    answer = judged(harbour, "pier 4", "Visiting boats moor at pier 4 [n].", "Where do visiting boats moor?")
+    assert answer.set_aside is None and not answer.refused, answer.notice
+    cited = cited_numbers(answer.text, len(answer.passages))
+    assert cited and all("pier 4" in answer.passages[n - 1].text for n in cited)
+    wrong = judged(harbour, "diesel", "Visiting boats moor at pier 4 [n].", "Where do visiting boats moor?")
+    assert wrong.set_aside is None, wrong.notice
+    assert all("pier 4" in wrong.passages[n - 1].text for n in cited_numbers(wrong.text, len(wrong.passages))), "re-cited"
+
+
+def test_judged_design_sets_aside_an_unbacked_sentence_and_an_answer_of_citations_only(harbour):
+    answer = judged(harbour, "07:30", "The office opens at 07:30 [n]. It closes at 21:00 [n].", "When does the harbour office open and close?")
+    assert answer.set_aside is not None and "21:00" in answer.set_aside and "21:00" not in answer.text
+    empty = judged(harbour, "07:30", "[n]", "When does the harbour office open?")
+    assert empty.set_aside is not None and "07:30" in empty.text, "the quotes stand"
+
+
+def test_the_judge_of_free_text_holds_every_sentence_to_what_it_cites():
+    passages = ["The office opens at 07:30. It closes at 18:00.", "Boats moor at pier 4."]
+    question = "When does the office open?"
+    assert judge_text("It opens at 07:30 [1].", passages, question).shown
+    moved = judge_text("It opens at 07:30 [2].", passages, question)
+    assert moved.shown and moved.text == "It opens at 07:30 [1].", "cited to the passage that holds it"
+    assert not judge_text("It opens at 07:30 [1]. Boats pay 40 euros [2].", passages, question).shown
+    assert not judge_text("[1]", passages, question).shown
+    off = judge_text("Boats moor at pier 4 [2].", passages, "How much does a berth cost per night in winter?")
+    assert off.off_question
 
 
 @pytest.mark.slow

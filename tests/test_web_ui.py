@@ -919,6 +919,7 @@ def test_ask_while_an_answer_streams_queues_the_question_stop_ends_an_answer_and
         expect(bots.nth(2)).to_contain_text(web_html.STOPPED_NOTE, timeout=10_000)
         expect(bots.nth(2)).not_to_contain_text("— ollama:")
         expect(stop).to_be_hidden()
+        expect(page.locator("p.docqa-model")).to_have_text(web_html.STOPPED_SOURCES)  # not "reading them" forever
 
         ask(page, "What is the default chunk size?")  # the slot Stop freed answers the next question
         expect(bots.nth(3)).to_contain_text("— ollama:", timeout=ANSWER_TIMEOUT_MS)
