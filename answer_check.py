@@ -210,6 +210,11 @@ _ASKS_YES_NO = re.compile(
 )
 
 
+def asks_yes_no(question: str) -> bool:
+    """Whether the question is answered by a yes or a no ("Does …?", "Can …?")."""
+    return bool(_ASKS_YES_NO.match(question))
+
+
 # Judgements a user acts on, which a small model hands out from its own knowledge: "is it safe?", "is it
 # accurate?". Only these: a question's other words (its subject, "colleagues' computers") are the user's own
 # way of naming what the passages name otherwise, and an answer may repeat them.
