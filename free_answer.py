@@ -108,10 +108,12 @@ class JudgedAnswer:
     def __init__(self, free: FreeAnswer, review: AnswerReview) -> None:
         self.free, self.review = free, review
 
-    def run(self, answer: Answer, question: str, evidence: Evidence, started: float) -> Iterator[Answer]:
+    def run(
+        self, answer: Answer, question: str, evidence: Evidence, started: float, history: list[dict[str, str]] | None = None
+    ) -> Iterator[Answer]:
         """Yield the answer as its draft streams; it ends judged, refused or with the quotes standing (not yet `done`)."""
         texts = self.free.passage_texts(answer.passages, evidence)
-        messages = build_messages(question, [(p.label, t) for p, t in zip(answer.passages, texts, strict=True)])
+        messages = self.free.messages(question, answer.passages, history or [], evidence)
         answer.timings["prompt_chars"] = float(sum(len(m["content"]) for m in messages))
         yield from self.free.stream_into(answer, messages, started)
         if answer.error:

@@ -235,7 +235,7 @@ class RAGSystem:
             self.review.quote(answer, checks)
             answer.timings["quotes_s"] = time.perf_counter() - started
             yield answer
-            yield from JudgedAnswer(self.free, self.review).run(answer, search, checks, started)
+            yield from JudgedAnswer(self.free, self.review).run(answer, search, checks, started, history if follow_up else [])
             yield self._finish(answer, started)
             return
         if checks and not undecided:  # an undecided question shows no quotes until the model has read the passages
