@@ -8,6 +8,7 @@ Whole-document and multi-part questions share the same small indexed folder.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -25,7 +26,7 @@ from conversation import (
     rewrite_by_rule,
 )
 from ollama_standin import OllamaStandin
-from whole_document import split_parts
+from whole_document import DRAFT_LABEL, split_parts
 
 LISTS = """# Lists
 
@@ -398,8 +399,14 @@ def stream_summary_of(rag: Any, ollama: OllamaStandin, question: str) -> tuple[l
     return updates, answer
 
 
+def summary_reply(*sentences: tuple[int, str]) -> list[str]:
+    """The JSON the summary's schema asks for, in pieces of 20 characters, as a model streams it."""
+    raw = json.dumps({"sentences": [{"part": part, "sentence": text} for part, text in sentences]})
+    return [raw[i : i + 20] for i in range(0, len(raw), 20)]
+
+
 def test_summary_shows_the_outline_before_the_model_is_called_then_calls_it_once(ollama_rag: Any, ollama: OllamaStandin) -> None:
-    standin_answers(ollama, ["Tuples are immutable sequences", " of values [1].", " A tuple can be a dictionary key [2]."])
+    standin_answers(ollama, summary_reply((1, "Tuples are immutable sequences of values."), (2, "A tuple can be a dictionary key.")))
     parts = split_parts(ollama_rag.keywords.chunks_of_source("tuples.md"), ollama_rag.settings.summary_max_parts)
     assert len(parts) >= 2, "the file must need more than one part"
 
@@ -410,8 +417,12 @@ def test_summary_shows_the_outline_before_the_model_is_called_then_calls_it_once
     lines = [line for line in outline.splitlines() if line.startswith("- ")]
     assert [cited_numbers(line, 99) for line in lines] == [[n] for n in range(1, len(parts) + 1)], "one line per part"
     assert len(ollama.chat_requests) == 1, "one model call, not one per part"
-    prompt = ollama.chat_requests[0]["messages"][-1]["content"]
+    request = ollama.chat_requests[0]
+    assert request["format"]["properties"]["sentences"]["items"]["properties"]["part"]["enum"] == list(range(1, len(parts) + 1))
+    prompt = request["messages"][-1]["content"]
     assert all(f"[{n}]" in prompt for n in range(1, len(parts) + 1)) and len(prompt) < 4000
+    drafts = [text for text, _ in updates[1:-1] if DRAFT_LABEL in text]
+    assert drafts and drafts[0].startswith(outline) and "Tuples are immutable sequences" in drafts[-1], "the draft streams below the outline"
     assert answer.done and answer.kind == "summary" and not answer.error and not answer.notice
     summary, _, below = answer.text.partition("\n\n")
     assert summary == "Tuples are immutable sequences of values [1]. A tuple can be a dictionary key [2]."
@@ -424,30 +435,31 @@ def test_summary_shows_the_outline_before_the_model_is_called_then_calls_it_once
 
 
 def test_summary_sentences_not_backed_by_the_parts_they_cite_are_dropped(ollama_rag: Any, ollama: OllamaStandin) -> None:
-    backed = "A tuple is a sequence of values much like a list [1]."
-    standin_answers(ollama, [
-        f"{backed} Tuples were added to Python in 1991 [1].",  # a number no part gives
-        " Tuples are kept in `tuple_cache` [2].",  # a name no part gives
-        " Tuples are the best sequences.",  # no citation
-    ])
+    standin_answers(ollama, summary_reply(
+        (1, "A tuple is a sequence of values much like a list."),
+        (1, "Tuples were added to Python in 1991."),  # a number no part gives
+        (2, "Tuples are kept in `tuple_cache`."),  # a name no part gives
+        (9, "Tuples are the best sequences."),  # a part there is not
+    ))
 
     answer = ollama_rag.ask("Summarize tuples.md")
 
     summary, _, below = answer.text.partition("\n\n")
-    assert summary == backed and below.startswith("Outline of tuples.md")
-    assert answer.notice and answer.notice.startswith("3 of 4 sentences") and "1991" in answer.notice
+    assert summary == "A tuple is a sequence of values much like a list [1]." and below.startswith("Outline of tuples.md")
+    assert answer.notice and answer.notice.startswith("3 of 4 sentences") and "1991" in answer.notice and "cites no part" in answer.notice
     assert "tuple_cache" not in answer.text and "best" not in answer.text
 
 
 @pytest.mark.parametrize(
     "pieces, drop_after, why",
     [
-        (["Tuples are the best sequences."], None, "cites no part"),
-        (["Tuples were added in 1991 [1]."], None, "1991"),
+        (summary_reply((9, "Tuples are the best sequences.")), None, "cites no part"),
+        (summary_reply((1, "Tuples were added in 1991.")), None, "1991"),
+        (["Tuples are immutable [1]."], None, "could not be read"),
         ([], None, "wrote no summary"),
-        (["Tuples are", " immutable"], 1, "stopped"),
+        (summary_reply((1, "Tuples are immutable.")), 1, "stopped"),
     ],
-    ids=["uncited", "unbacked", "empty", "model-fails"],
+    ids=["uncited", "unbacked", "not-json", "empty", "model-fails"],
 )
 def test_outline_stands_with_a_note_when_no_summary_sentence_survives(
     ollama_rag: Any, ollama: OllamaStandin, pieces: list[str], drop_after: int | None, why: str
