@@ -19,7 +19,7 @@ class Answer:
 
     `kind` says where the text came from: passages ("answer"), the relevance gate or the
     model declining ("refusal", with the closest passages listed), the index's file list
-    ("document_list") or a map-reduce pass over one whole file ("summary").
+    ("document_list") or one whole file's outline and checked summary ("summary").
     """
 
     question: str

@@ -316,12 +316,9 @@ class Settings:
         "characters anyway, and BM25 drowns in a long text's common words. 0 searches every question whole.",
     )
     summary_max_parts: int = _setting(
-        6,
-        "A summary of a whole document reads it in at most this many parts (one model call each, then one "
-        "to combine): more is more faithful and slower.",
-    )
-    summary_part_chars: int = _setting(
-        5000, "Characters of a document given to the model per summary part; each chunk contributes its start."
+        8,
+        "A summary of a whole document outlines it in at most this many parts, each a line of headings and "
+        "a key sentence the summary cites; the model reads the outline once, whatever the document's length.",
     )
     # UI
     gradio_server_name: str = _setting("127.0.0.1", "Address the web UI listens on.")

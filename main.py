@@ -252,12 +252,13 @@ def stream_to_terminal(updates: Iterator[Answer]) -> Answer | None:
     """Print the quotes as soon as they are found, then the model's answer as it streams.
 
     When the checks set the model's text aside, it has already been printed: the notice
-    says so, and the quotes above stand as the answer.
+    says so, and the quotes above stand as the answer. A summary streams its outline and then
+    a draft; once judged, its text is printed again as it stands.
     """
     from answer_render import quote_lines
     from answer_sources import as_streamed
 
-    printed = 0
+    printed, shown = 0, ""
     quoted = False
     answer: Answer | None = None
     for answer in updates:
@@ -267,11 +268,12 @@ def stream_to_terminal(updates: Iterator[Answer]) -> Answer | None:
         if answer.set_aside is None and len(answer.text) > printed:
             sys.stdout.write(answer.text[printed:])
             sys.stdout.flush()
-            OpenLine.open, printed = not answer.text.endswith("\n"), len(answer.text)
+            OpenLine.open, printed, shown = not answer.text.endswith("\n"), len(answer.text), answer.text
     if answer is None:
         return None
-    if answer.set_aside is not None and not quoted:
-        print(as_streamed(answer, answer.text))
+    rewritten = answer.kind == "summary" and answer.text != shown
+    if (answer.set_aside is not None or rewritten) and not quoted:
+        print(("\n" if rewritten else "") + as_streamed(answer, answer.text))
     print()
     OpenLine.open = False
     if answer.notice:

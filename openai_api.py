@@ -111,7 +111,7 @@ def completion_chunks(updates: Iterator[Answer]) -> Iterator[str]:
         return f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
 
     yield event({"role": "assistant", "content": ""})
-    sent, streamed, quoted = 0, "", False
+    sent, streamed, shown, quoted = 0, "", "", False
     answer: Answer | None = None
     for update in guarded(updates, lambda message: event({}, "stop", error={"message": message, "type": "server_error", "code": "answer_failed"})):
         if isinstance(update, str):
@@ -126,11 +126,12 @@ def completion_chunks(updates: Iterator[Answer]) -> Iterator[str]:
         if answer.set_aside is None and len(answer.text) > sent:
             streamed += answer.text[sent:]
             yield event({"content": answer.text[sent:]})
-            sent = len(answer.text)
+            sent, shown = len(answer.text), answer.text
     if answer is None:
         return
     tail = ""
-    if answer.set_aside is not None and not quoted:
+    rewritten = answer.kind == "summary" and answer.text != shown  # a summary's draft, judged once it streamed
+    if (answer.set_aside is not None or rewritten) and not quoted:
         tail += f"\n\n{as_streamed(answer, answer.text)}"  # the numbers the streamed text used
     if answer.notice:
         tail += f"\n\n⚠ {answer.notice}" + (" (the quotes above stand as the answer)" if answer.set_aside is not None and quoted else "")

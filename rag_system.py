@@ -366,11 +366,10 @@ class RAGSystem:
         return whole_document.summary_source(question, self.indexer.manifest.files, where)
 
     def _answer_summary(self, answer: Answer, source: str, started: float) -> Iterator[Answer]:
-        """Map-reduce over the whole file (whole_document.py), then the answer finished."""
+        """The file's outline at once, then one model call for a checked paragraph (whole_document.py); then finished."""
         yield from whole_document.stream_summary(
             answer, source, self.keywords.chunks_of_source(source), self.settings, started,
             llm=lambda: self.llm,
-            stream=lambda messages: self.free.stream_into(answer, messages, started),
             failed=lambda exc: self._llm_failed(answer, exc),
         )
         yield self._finish(answer, started)

@@ -11,7 +11,7 @@ from question_intent import (
     split_question,
     summary_target,
 )
-from whole_document import part_text, split_parts
+from whole_document import outline_part, split_parts
 
 SOURCES = ["thinkpython2.pdf", "notes/meeting-2024.md", "Report Q3.docx"]
 
@@ -48,18 +48,28 @@ def test_one_part_and_short_questions_are_searched_as_asked() -> None:
     assert split_question("Who created the Python language, and in what year was it first released?", 0) == [], "0 turns it off"
 
 
-def test_a_long_part_is_read_as_outline_and_sampled_chunk_starts() -> None:
-    chunks = [
-        Chunk(id=str(i), text=f"Chunk {i} begins here. " + "filler " * 150, source="a.md", title="", chunk_index=i, heading_path=[f"Chapter {i // 10}"])
-        for i in range(60)
-    ]
-    parts = split_parts(chunks, 4)
-    assert [len(p) for p in parts] == [15, 15, 15, 15] and [c for p in parts for c in p] == chunks
+def test_a_long_document_is_cut_at_chapter_starts_and_outlined_from_its_own_sentences() -> None:
+    def chunk(i: int) -> Chunk:
+        chapter = i // 10
+        text = (
+            f"Chapter {chapter} explains recursion and stacks in chapter {chapter} of this book. "
+            f"Section {i} adds one more remark about a different matter here. "
+            "x = f(a[0], b[1]) + g(c); y = {k: v}"  # code: never a key sentence
+        )
+        return Chunk(id=str(i), text=text, source="a.md", title="", chunk_index=i, heading_path=[f"Chapter {chapter}", f"Part {i}"])
 
-    text = part_text(parts[0], 3000)
-    assert len(text) <= 3100
-    assert text.startswith("Sections: Chapter 0; Chapter 1")
-    assert "Chunk 0 begins here." in text and "Chunk 14 begins here." in text, "first and last chunks are sampled"
+    chunks = [chunk(i) for i in range(60)]
+    parts = split_parts(chunks, 4)
+    assert [c for p in parts for c in p] == chunks, "every chunk, in order, once"
+    assert len(parts) == 4 and all(p[0].chunk_index % 10 == 0 for p in parts), "cut where a chapter starts"
+    assert [len(p) for p in split_parts(chunks[:7], 4)] == [2, 2, 1, 2], "nearly equal without a chapter near"
+
+    outlined = outline_part(1, parts[1])
+    first = parts[1][0].chunk_index // 10
+    assert outlined.sentences[0].startswith(f"Chapter {first} explains recursion"), "the words the part repeats most"
+    assert not any("=" in s for s in outlined.sentences)
+    assert outlined.cited in parts[1] and outlined.sentences[0] in outlined.cited.text
+    assert outlined.headings[0].startswith(f"Chapter {first}") and outlined.line().endswith("[1].")
 
 
 FUNCTION_WORDS = frozenset("with if for in is not and or as from same this other".split())
