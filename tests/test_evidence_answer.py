@@ -15,7 +15,16 @@ from collections.abc import Iterator
 import pytest
 
 from answer_render import cited_numbers
-from evidence_answer import Draft, Excerpt, answer_schema, cited_answer, judge_draft, judge_text, partial_answer, read_draft
+from evidence_answer import (
+    Draft,
+    Excerpt,
+    answer_schema,
+    cited_answer,
+    judge_draft,
+    judge_text,
+    partial_answer,
+    read_draft,
+)
 from llm_handler import LLMBackend
 from ollama_standin import OllamaStandin
 from rag_system import RAGSystem
