@@ -89,8 +89,6 @@ class Judgement:
     """The evidence does not address the question: refused, not shown as quotes."""
     text: str = ""
     """A free text judged sentence by sentence (`judge_text`): the text, each sentence citing what backs it."""
-    dropped: tuple[tuple[str, str], ...] = ()
-    """Its sentences nothing backs, left out of `text`, each with why."""
 
 
 def pick_excerpts(sentences: PassageSentences, scores: Sequence[np.ndarray], most: int = EXCERPTS) -> list[Excerpt]:
@@ -177,12 +175,9 @@ def judge_draft(draft: Draft, excerpts: Sequence[Excerpt], question: str, covera
 def judge_text(text: str, passages: Sequence[str], question: str, coverage: float = COVERAGE) -> Judgement:
     """The same judge for a free text (ANSWER_DESIGN=judged): every sentence that says something must be
     backed by the passages it cites, or else by the fewest passages that back it, and is re-cited to
-    them. A prose sentence nothing backs is left out (`dropped`, with why): a small model adds "This
-    can be found in [1] on page 4" to a right answer. The text is set aside when nothing backed is
-    left, or when what is not backed is code or a list, which cannot lose a line and stay true.
-    `passages` are the texts the model read."""
+    them; one unbacked sentence sets the text aside. `passages` are the texts the model read."""
     excerpts = [Excerpt(n, n, t) for n, t in enumerate(passages, start=1)]
-    shown, used, dropped = text, [], []
+    shown, used = text, []
     for sentence in split_sentences(text):
         body = uncited(sentence)
         if not content_terms(body) - YES_NO:
@@ -191,27 +186,15 @@ def judge_text(text: str, passages: Sequence[str], question: str, coverage: floa
         problem = _unbacked(body, named, question, coverage) if named else "a sentence cites no passage that holds it"
         backing = named if problem is None else _backing(body, excerpts, question, coverage)
         if not backing:
-            if not _droppable(sentence):
-                return Judgement(False, problem or "")
-            dropped.append((sentence, problem or ""))
-            continue
+            return Judgement(False, problem or "")
         if backing != named:
             shown = shown.replace(sentence, cited_answer(body, [e.number for e in backing], excerpts), 1)
         used += backing
     if not used:
-        return Judgement(False, dropped[0][1] if dropped else "the model wrote no answer")
+        return Judgement(False, "the model wrote no answer")
     if addressed_share(question, " ".join(e.text for e in used)) < ADDRESSED:
         return Judgement(False, "its evidence does not address the question", off_question=True)
-    for sentence, _ in dropped:
-        shown = shown.replace(sentence, "", 1)
-    shown = "\n".join(line.rstrip() for line in shown.strip().splitlines())
-    return Judgement(True, evidence=tuple(sorted({e.number for e in used})), text=shown, dropped=tuple(dropped))
-
-
-def _droppable(sentence: str) -> bool:
-    """Prose that can leave a text without breaking it: one line, no code, not a list item."""
-    plain = sentence.strip()
-    return "\n" not in plain and "`" not in plain and not plain.startswith(("-", "*", "|", "#")) and not plain[:3].rstrip(".)").isdigit()
+    return Judgement(True, evidence=tuple(sorted({e.number for e in used})), text=shown)
 
 
 def addressed_share(question: str, evidence: str) -> float:

@@ -137,11 +137,6 @@ class JudgedAnswer:
             answer.text = verdict.text
             self.review.ground(answer, evidence)  # for the highlights; the judge above decided
             answer.unsupported = []
-            if verdict.dropped:
-                log.info("Judged answer shown without: %s", "; ".join(f"{s!r} ({why})" for s, why in verdict.dropped))
-                left_out = len(verdict.dropped)
-                add_notice(answer, f"{left_out} sentence{'s' if left_out > 1 else ''} of the model's answer that no passage backs "
-                           f"{'were' if left_out > 1 else 'was'} left out.")
         else:
             log.info("Judged answer set aside: %s (%r)", verdict.reason, answer.text)
             self.review.quotes_stand(answer, evidence, verdict.reason)

@@ -209,12 +209,9 @@ def test_judged_design_shows_a_backed_free_answer_and_recites_a_wrong_citation(h
     assert all("pier 4" in wrong.passages[n - 1].text for n in cited_numbers(wrong.text, len(wrong.passages))), "re-cited"
 
 
-def test_judged_design_leaves_out_an_unbacked_sentence_and_sets_aside_unbacked_code_or_citations_only(harbour):
+def test_judged_design_sets_aside_an_unbacked_sentence_and_an_answer_of_citations_only(harbour):
     answer = judged(harbour, "07:30", "The office opens at 07:30 [n]. It closes at 21:00 [n].", "When does the harbour office open and close?")
-    assert answer.set_aside is None and "07:30" in answer.text and "21:00" not in answer.text
-    assert answer.notice and "left out" in answer.notice
-    code = judged(harbour, "07:30", "The office opens at 07:30 [n].\n\n```\nopen --at 06:00\n```", "When does the harbour office open?")
-    assert code.set_aside is not None and "06:00" not in code.text, "code nothing backs is never cut from an answer: it is set aside"
+    assert answer.set_aside is not None and "21:00" in answer.set_aside and "21:00" not in answer.text
     empty = judged(harbour, "07:30", "[n]", "When does the harbour office open?")
     assert empty.set_aside is not None and "07:30" in empty.text, "the quotes stand"
 
@@ -237,9 +234,7 @@ def test_the_judge_of_free_text_holds_every_sentence_to_what_it_cites():
     assert judge_text("It opens at 07:30 [1].", passages, question).shown
     moved = judge_text("It opens at 07:30 [2].", passages, question)
     assert moved.shown and moved.text == "It opens at 07:30 [1].", "cited to the passage that holds it"
-    kept = judge_text("It opens at 07:30 [1]. Boats pay 40 euros [2].", passages, question)
-    assert kept.shown and kept.text == "It opens at 07:30 [1]." and "40" in kept.dropped[0][0]
-    assert not judge_text("Boats pay 40 euros [2].", passages, question).shown, "nothing backed is left"
+    assert not judge_text("It opens at 07:30 [1]. Boats pay 40 euros [2].", passages, question).shown
     assert not judge_text("[1]", passages, question).shown
     off = judge_text("Boats moor at pier 4 [2].", passages, "How much does a berth cost per night in winter?")
     assert off.off_question
