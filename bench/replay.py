@@ -1,0 +1,88 @@
+"""Replay recorded model answers through today's answer path: judge changes measured in a minute, not an hour.
+
+    .venv/bin/python bench/replay.py RUN.json --qa QUESTIONS.jsonl --docs DIR [--data DIR] [--json]
+
+RUN.json is the output of `main.py eval --qa … --answers --json` (or `bench/dev_pool.py
+--answers --json`): each item holds the question and the model's text (`model_text`: its raw
+text when it was set aside, else the text shown). The documents are indexed again (through the
+evaluation's embedding cache under --data, so a dev-pool run's cache makes this quick), and
+every question is asked again with a stand-in model that writes the recorded text, so the
+retrieval, the quotes, the relevance gate and the judge all run as they do now; only the
+model's words are fixed. With greedy decoding the model writes the same words for the same
+prompt, so a change that leaves the prompt alone (a judge, a threshold) is measured exactly;
+one that changes the prompt is not, and needs a real run.
+
+Prints the same figures as the evaluation (answer shown right, unwarned wrong, refusals), and
+with --json the whole result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from config import load_settings  # noqa: E402
+from evaluation import ThrowawayIndex, is_answerable, load_qa, score_answers  # noqa: E402
+from llm_handler import LLMBackend  # noqa: E402
+from rag_system import RAGSystem  # noqa: E402
+
+
+class Recorded(LLMBackend):
+    """Writes the recorded text of the question found in the prompt's last message."""
+
+    def __init__(self, texts: dict[str, str], name: str) -> None:
+        self.texts, self.name = texts, name
+
+    def stream(self, messages: list[dict[str, str]], max_tokens: int | None = None, schema: Any = None) -> Iterator[str]:
+        prompt = messages[-1]["content"]
+        found = [q for q in self.texts if q in prompt]
+        if found:
+            yield self.texts[max(found, key=len)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run", type=Path, help="an evaluation's JSON output, with answer_items")
+    parser.add_argument("--qa", type=Path, required=True, help="the questions it asked (JSONL)")
+    parser.add_argument("--docs", type=Path, required=True, help="the documents folder it indexed")
+    parser.add_argument("--data", type=Path, help="data folder whose eval-cache holds the embeddings (default: beside --docs)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+
+    run = json.loads(args.run.read_text(encoding="utf-8"))
+    texts = {row["question"]: row["model_text"] or "" for row in run["answer_items"]}
+    items = load_qa(args.qa)
+    settings = load_settings(overrides={"docs_dir": args.docs, "db_dir": args.data or args.docs.parent / "data"})
+    with ThrowawayIndex(settings, args.docs) as index:
+        index.rag.index()
+        index.rag.close()
+        rag = RAGSystem(index.settings, embedder=index.cache.embedder, llm=Recorded(texts, run.get("answer_model", "recorded")))
+        try:
+            result = score_answers(rag, [i for i in items if is_answerable(i)], [i for i in items if not is_answerable(i)], 5)
+        finally:
+            rag.close()
+    rows = result["answer_items"]
+    answerable = [r for r in rows if r["answerable"]]
+    answered = [r for r in answerable if not r["refused"]]
+    unwarned = [r for r in answered if not r["contains"] and not r["flagged"]]
+    unanswerable = [r for r in rows if not r["answerable"]]
+    print(
+        f"shown right {sum(r['contains'] for r in answerable)}/{len(answerable)}; unwarned wrong {len(unwarned)}/{len(answered)}; "
+        f"unanswerable refused {sum(r['refused'] for r in unanswerable)}/{len(unanswerable)}; "
+        f"false refusals {sum(r['refused'] for r in answerable)}/{len(answerable)}; set aside {sum(r['set_aside'] for r in rows)}",
+        file=sys.stderr,
+    )
+    if args.json:
+        print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
