@@ -28,6 +28,8 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +48,31 @@ def documents_folder(path: Path, scratch: Path) -> Path:
     folder.mkdir(parents=True)
     shutil.copy(path, folder / path.name)
     return folder
+
+
+@contextmanager
+def answering_system(settings: Any, docs: Path, llm: Any = None) -> Iterator[tuple[Any, float, float]]:
+    """(rag, index_s, load_s): `docs` indexed through the evaluation's embedding cache (a book embeds
+    once, not every run), then answered by a RAGSystem of its own over the same data folder with the
+    plain embedder (the cache would also serve the passage sentences each answer embeds, which a
+    user's docqa embeds anew). The model is loaded once, timed apart; a given `llm` is not timed."""
+    from evaluation import ThrowawayIndex
+    from rag_system import RAGSystem
+
+    with ThrowawayIndex(settings, docs) as index:
+        t = time.perf_counter()
+        report = index.rag.index()
+        index_s = time.perf_counter() - t
+        print(f"Indexed {docs}: {report.summary()} ({index_s:.1f} s)", file=sys.stderr)
+        index.rag.close()
+        rag = RAGSystem(index.settings, embedder=index.cache.embedder, llm=llm)
+        try:
+            t = time.perf_counter()
+            if llm is None:
+                rag.llm.complete([{"role": "user", "content": "hi"}], max_tokens=1)  # loads the model
+            yield rag, index_s, time.perf_counter() - t
+        finally:
+            rag.close()  # before ThrowawayIndex.close() closes the first again (a no-op) and removes the folder
 
 
 def time_answer(rag: Any, question: str, k: int | None) -> dict[str, Any]:
@@ -82,9 +109,8 @@ def summary(rows: list[dict[str, Any]], key: str) -> dict[str, float | None]:
 
 def main(argv: list[str] | None = None) -> int:
     from config import load_settings
-    from evaluation import ThrowawayIndex, load_qa
+    from evaluation import load_qa
     from gguf_models import MODELS
-    from rag_system import RAGSystem
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=Path, default=ROOT / "documents", help="documents folder, or one file (default: the shipped documents)")
@@ -101,32 +127,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         docs = documents_folder(args.docs.resolve(), scratch)
         settings = load_settings(overrides={"docs_dir": docs, "llm_backend": "llamacpp", "llamacpp_model": args.model})
-        with ThrowawayIndex(settings, docs) as index:
-            # Indexed through the evaluation's embedding cache (Think Python embeds once, not every run),
-            # answered by a RAGSystem of its own over the same data folder, with the plain embedder: the
-            # cache would also serve the passage sentences each answer embeds, which a user's docqa embeds anew.
+        with answering_system(settings, docs) as (rag, index_s, load_s):
+            model_name = rag.llm.name
             t = time.perf_counter()
-            report = index.rag.index()
-            index_s = time.perf_counter() - t
-            print(f"Indexed {docs}: {report.summary()} ({index_s:.1f} s)", file=sys.stderr)
-            index.rag.close()
-            rag = RAGSystem(index.settings, embedder=index.cache.embedder)
-            try:
-                t = time.perf_counter()
-                rag.llm.complete([{"role": "user", "content": "hi"}], max_tokens=1)  # loads the model
-                model_name = rag.llm.name
-                load_s = time.perf_counter() - t
-                t = time.perf_counter()
-                rag.retrieve_context("warm-up")  # loads the query embedder and BM25, once per process
-                warm_s = time.perf_counter() - t
-                rows = []
-                for n, item in enumerate(items, start=1):
-                    row = {"id": item.get("id", n), **time_answer(rag, item["question"], args.k)}
-                    rows.append(row)
-                    print(f"{n}/{len(items)} {row['id']}: visible {row['visible_s']:.2f} s, first token {row['first_token_s']} s, "
-                          f"answer {row['answer_s']:.2f} s ({row['kind']}{', set aside' if row['set_aside'] else ''})", file=sys.stderr)
-            finally:
-                rag.close()  # before ThrowawayIndex.close() closes the first again (a no-op) and removes the folder
+            rag.retrieve_context("warm-up")  # loads the query embedder and BM25, once per process
+            warm_s = time.perf_counter() - t
+            rows = []
+            for n, item in enumerate(items, start=1):
+                row = {"id": item.get("id", n), **time_answer(rag, item["question"], args.k)}
+                rows.append(row)
+                print(f"{n}/{len(items)} {row['id']}: visible {row['visible_s']:.2f} s, first token {row['first_token_s']} s, "
+                      f"answer {row['answer_s']:.2f} s ({row['kind']}{', set aside' if row['set_aside'] else ''})", file=sys.stderr)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     load_after = os.getloadavg()[0]

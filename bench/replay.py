@@ -28,10 +28,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.answer import answering_system  # noqa: E402
 from config import load_settings  # noqa: E402
-from evaluation import ThrowawayIndex, is_answerable, load_qa, score_answers  # noqa: E402
+from evaluation import is_answerable, load_qa, score_answers  # noqa: E402
 from llm_handler import LLMBackend  # noqa: E402
-from rag_system import RAGSystem  # noqa: E402
 
 
 class Recorded(LLMBackend):
@@ -60,14 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     texts = {row["question"]: row["model_text"] or "" for row in run["answer_items"]}
     items = load_qa(args.qa)
     settings = load_settings(overrides={"docs_dir": args.docs, "db_dir": args.data or args.docs.parent / "data"})
-    with ThrowawayIndex(settings, args.docs) as index:
-        index.rag.index()
-        index.rag.close()
-        rag = RAGSystem(index.settings, embedder=index.cache.embedder, llm=Recorded(texts, run.get("answer_model", "recorded")))
-        try:
-            result = score_answers(rag, [i for i in items if is_answerable(i)], [i for i in items if not is_answerable(i)], 5)
-        finally:
-            rag.close()
+    with answering_system(settings, args.docs, Recorded(texts, run.get("answer_model", "recorded"))) as (rag, _, _):
+        result = score_answers(rag, [i for i in items if is_answerable(i)], [i for i in items if not is_answerable(i)], 5)
     rows = result["answer_items"]
     answerable = [r for r in rows if r["answerable"]]
     answered = [r for r in answerable if not r["refused"]]

@@ -30,6 +30,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.answer import answering_system  # noqa: E402
+
 BOOK = ROOT.parent / "shared" / "eval" / "thinkpython" / "thinkpython2.pdf"
 
 
@@ -47,9 +50,7 @@ def pdf_slice(pdf: Path, first: int, last: int, folder: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     from config import load_settings
-    from evaluation import ThrowawayIndex
     from gguf_models import MODELS
-    from rag_system import RAGSystem
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pdf", type=Path, default=BOOK, help="the PDF to slice (default: Think Python)")
@@ -64,25 +65,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         document = pdf_slice(args.pdf, first, last, scratch / "docs")
         settings = load_settings(overrides={"docs_dir": document.parent, "llm_backend": "llamacpp", "llamacpp_model": args.model})
-        with ThrowawayIndex(settings, document.parent) as index:
-            t = time.perf_counter()
-            report = index.rag.index()
-            index_s = time.perf_counter() - t
-            print(f"Indexed {document.name}: {report.summary()} ({index_s:.1f} s)", file=sys.stderr)
-            index.rag.close()
-            rag = RAGSystem(index.settings, embedder=index.cache.embedder)
-            try:
-                t = time.perf_counter()
-                rag.llm.complete([{"role": "user", "content": "hi"}], max_tokens=1)  # loads the model
-                load_s, model_name = time.perf_counter() - t, rag.llm.name
-                chunks = len(rag.keywords.chunks_of_source(document.name))
-                started, outline_s = time.perf_counter(), None
-                for answer in rag.stream_answer(f"Summarize {document.name}"):
-                    if outline_s is None and answer.text:
-                        outline_s = time.perf_counter() - started
-                whole_s = time.perf_counter() - started
-            finally:
-                rag.close()  # before ThrowawayIndex.close() closes the first again (a no-op) and removes the folder
+        with answering_system(settings, document.parent) as (rag, index_s, load_s):
+            model_name = rag.llm.name
+            chunks = len(rag.keywords.chunks_of_source(document.name))
+            started, outline_s = time.perf_counter(), None
+            for answer in rag.stream_answer(f"Summarize {document.name}"):
+                if outline_s is None and answer.text:
+                    outline_s = time.perf_counter() - started
+            whole_s = time.perf_counter() - started
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     load_after = os.getloadavg()[0]
