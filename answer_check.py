@@ -185,22 +185,54 @@ def negation_flipped(terms: set[str], negated: bool, evidence: Sequence[tuple[se
 YES_NO = re.compile(r"^\W*(yes|no|not)\b[\s,.:;!-]*", re.IGNORECASE)
 
 
-def yes_no_conflicts(claim: str, evidence_sentences: Sequence[str]) -> list[str]:
-    """A claim that opens with "Yes" (or "No") where the passage sentence saying the same thing opens
-    with "No"/"Not" (or "Yes"): the passage's own answer to the question, flipped. Seen in the
-    browser: "Yes, by default the web interface listens on 127.0.0.1 …" beside the FAQ's "Not by
-    default: the web interface listens on 127.0.0.1 …"; the rest of the claim matched the passage
-    word for word, so no other check saw it."""
-    match = YES_NO.match(CITATION.sub(" ", claim))
-    said = match.group(1).lower() if match else "not"
-    rest = set(tokenize(match.string[match.end():])) if match else set()
-    if said == "not" or len(rest) < 2 or not evidence_sentences:
+def verdict_conflicts(claim: str, question: str, evidence_sentences: Sequence[str]) -> list[str]:
+    """A "Yes" or "No" that its evidence contradicts: the evidence sentence about the thing asked opens
+    with the other verdict ("Not by default: …" beside "Yes, by default …"), or it negates one of the
+    question's own words ("They do not use getaddrinfo" beside "Does it use getaddrinfo? Yes").
+
+    That sentence is found by the question's rarest terms (the claim's own words when the question is
+    not a yes/no one): the evidence may name its subject by a pronoun, and a claim's paraphrase may
+    share little with it. A negation only contradicts a "Yes": "No, it uses Timsort" is right beside a
+    positive sentence about something else. A negation over another word ("hidden files are not
+    indexed" for "Does it skip hidden files?") denies nothing asked."""
+    opening = YES_NO.match(CITATION.sub(" ", claim))
+    said = opening.group(1).lower() if opening else "not"
+    if said == "not" or _NEGATIONS & set(_words(question)):
+        return []  # "Doesn't it …?": a yes agrees with a negation
+    asked = set(tokenize(question if asks_yes_no(question) else claim[opening.end() :] if opening else ""))
+    best = _most_about(asked, evidence_sentences)
+    if best is None:
         return []
-    best = max(evidence_sentences, key=lambda s: len(rest & set(tokenize(s))))  # the sentence saying the same (the first)
-    opening = YES_NO.match(best) if len(rest & set(tokenize(best))) >= 0.5 * len(rest) else None
-    if opening is None or (opening.group(1).lower() == "yes") == (said == "yes"):
+    rest = set(tokenize(claim[opening.end() :])) if opening else set()
+    if len(rest & set(tokenize(best))) < 0.5 * len(rest):
+        return []  # the claim says something else ("Yes, setting X makes it reachable" beside "Not by default")
+    stated = YES_NO.match(best)
+    if stated is not None:
+        if (stated.group(1).lower() == "yes") != (said == "yes"):
+            return [f"says “{said}” where the passage says “{' '.join(best.split()[:3]).rstrip(',.:;!-')}”"]
         return []
-    return [f"says “{said}” where the passage says “{' '.join(best.split()[:3]).rstrip(',.:;!-')}”"]
+    words = _words(best)
+    verbs = {form for w in _words(question) for form in _forms(w)}
+    for i, word in enumerate(words):
+        governed = [j for j in (i + 1, i + 2) if j < len(words) and _forms(words[j]) & verbs and set(tokenize(words[j])) & asked]
+        if said == "yes" and word in _NEGATIONS and governed:
+            return [f"says “Yes” where the passage says “{' '.join(words[i : governed[0] + 1])}”"]
+    return []
+
+
+def _most_about(terms: set[str], sentences: Sequence[str]) -> str | None:
+    """The sentence holding the most of `terms`, each weighted by how few sentences hold it; None
+    when none holds two."""
+    held = [(s, terms & set(tokenize(s))) for s in (CITATION.sub(" ", s) for s in sentences)]
+    spread = {t: sum(t in shared for _, shared in held) for t in terms}
+    ranked = [(sum(1 / spread[t] for t in shared), s) for s, shared in held if len(shared) >= 2]
+    return max(ranked)[1] if ranked else None
+
+
+def _forms(word: str) -> set[str]:
+    """A word and its forms without a verb ending ("uses", "used" -> "use"), not its derivations
+    ("indexer" stays): a stem would read "not indexed" as denying a question about the indexer."""
+    return {word} | {word[: -len(end)] for end in ("s", "es", "d", "ed") if word.endswith(end) and len(word) > len(end) + 2}
 
 
 _ASKS_YES_NO = re.compile(
@@ -436,8 +468,8 @@ def check_claims(
         problems = (
             exact_mismatches(sentence, passages, question)
             + polarity_conflicts(sentence, evidence_sentences)
-            + yes_no_conflicts(sentence, evidence_sentences)
             + unbacked_verdicts(sentence, question, passages)
+            + verdict_conflicts(sentence, question, evidence_sentences)
             + reversed_comparisons(sentence, evidence_sentences)
             + place_mismatches(sentence, places, question)
         )

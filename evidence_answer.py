@@ -22,8 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from answer_check import YES_NO as OPENS_YES_NO
-from answer_check import asks_yes_no, exact_mismatches, polarity_conflicts
+from answer_check import exact_mismatches, verdict_conflicts
 from answer_context import Quote, quotes_json, select_quotes
 from answer_render import cited_numbers
 from answer_review import AnswerReview, Evidence
@@ -211,21 +210,9 @@ def _unbacked(text: str, evidence: Sequence[Excerpt], question: str, coverage: f
         return exact[0].replace("the passage", "its evidence")
     if covered_share(text, joined, question) < coverage:
         return "its words are not those of the excerpts it names"
-    if flips_its_evidence(text, joined, question):
+    if verdict_conflicts(text, question, split_sentences(joined)):
         return "its yes or no is the opposite of what its evidence says"
     return None
-
-
-def flips_its_evidence(text: str, evidence: str, question: str) -> bool:
-    """A yes or no to a yes/no question that its evidence negates: the verdict is the one word the
-    coverage and exact checks cannot see ("Yes [1]" beside "… do not satisfy …"). A bare verdict is
-    read as the question stated (negated for a no); one with more words, as those words."""
-    verdict = OPENS_YES_NO.match(text)
-    if verdict is None or verdict.group(1).lower() not in YES_NO or not asks_yes_no(question):
-        return False
-    rest = uncited(text[verdict.end():])
-    claim = rest if len(content_terms(rest)) >= 2 else question.rstrip(" ?") + ("" if verdict.group(1).lower() == "yes" else " not")
-    return bool(polarity_conflicts(claim, split_sentences(evidence)))
 
 
 def _backing(text: str, excerpts: Sequence[Excerpt], question: str, coverage: float) -> list[Excerpt]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from answer_check import check_claims, exact_mismatches, polarity_conflicts, yes_no_conflicts
+from answer_check import check_claims, exact_mismatches, polarity_conflicts, verdict_conflicts
 from answer_context import compact_passages, select_quotes, sentence_scores
 from answer_tidy import CUT_MARKER, repeats_from, tidy_answer
 from answer_verdict import judge, quotes_markdown
@@ -136,14 +136,35 @@ def test_a_yes_where_the_passage_answers_no_is_flagged():
     # Seen in the browser (Qwen 1.5B): "Can my colleagues open the web interface from their own computers?"
     wrong = "Yes, by default the web interface listens on 127.0.0.1, which only the same computer can reach [1]."
     sentences = split_sentences(FAQ_REMOTE)
-    assert yes_no_conflicts(wrong, sentences) == ["says “yes” where the passage says “Not by default”"]
+    question = "Can my colleagues open the web interface from their own computers?"
+    assert verdict_conflicts(wrong, question, sentences) == ["says “yes” where the passage says “Not by default”"]
     assert check_claims([(wrong, sentences)], FAQ_REMOTE), "the answer is set aside"
     right = "No, by default the web interface listens on 127.0.0.1, which only the same computer can reach [1]."
-    assert yes_no_conflicts(right, sentences) == []
-    assert yes_no_conflicts("Yes, setting GRADIO_SERVER_NAME=0.0.0.0 makes it reachable from your network.", sentences) == [], (
+    assert verdict_conflicts(right, question, sentences) == []
+    assert verdict_conflicts("Yes, setting GRADIO_SERVER_NAME=0.0.0.0 makes it reachable from your network.", question, sentences) == [], (
         "a yes about what the passage's other sentence says is not compared with its no"
     )
-    assert yes_no_conflicts("Yes, tuples are immutable [1].", split_sentences(TUPLES)) == []
+    assert verdict_conflicts("Yes, tuples are immutable [1].", "", split_sentences(TUPLES)) == []
+
+
+RESOLVERS = """Two kinds of lookup are offered. The lookup function asks the operating system's resolver, so it
+honours the hosts file. The resolve functions work differently. They do not read the hosts file and always
+send a query over the network, and they never block the thread pool."""
+
+
+def test_a_yes_that_the_evidence_denies_by_a_pronoun_is_flagged():
+    """The sentence that answers may name its subject "They": it is found by the question's rarest terms,
+    and a negation over the question's own verb contradicts a "Yes"."""
+    sentences = split_sentences(RESOLVERS)
+    question = "Do the resolve functions read the hosts file?"
+    wrong = "Yes, the resolve functions read the hosts file [1]."
+    assert verdict_conflicts(wrong, question, sentences) == ["says “Yes” where the passage says “not read”"]
+    assert check_claims([(wrong, sentences)], RESOLVERS, question), "the answer is set aside"
+    assert verdict_conflicts("No, the resolve functions do not read the hosts file [1].", question, sentences) == []
+    assert verdict_conflicts("Yes, the lookup function honours the hosts file.", "Does the lookup function honour the hosts file?", sentences) == []
+    assert verdict_conflicts("Yes, they send a query over the network.", "Do the resolve functions send a network query?", sentences) == [], (
+        "a negation over a word the question does not ask about denies nothing"
+    )
 
 
 def test_a_looping_answer_is_cut_and_marked():
