@@ -105,6 +105,15 @@ def found_by_text(passage: PassageView) -> str:
     return ", ".join(f"{k} #{v}" for k, v in sorted(passage.found_by.items()))
 
 
+OUTLINE_PART = "summary part"  # a summary's passage key in found_by: its part's number, not a search's rank
+
+
+def part_note(passage: PassageView) -> str | None:
+    """"part 3 of the document" for a summary's passage, which no search found or scored; else None."""
+    number = passage.found_by.get(OUTLINE_PART)
+    return None if number is None else f"part {number} of the document"
+
+
 def citations(text: str) -> list[re.Match[str]]:
     """The [n] citations in a markdown text, in order; a "[1]" inside code (`xs[1]`) is code, not one."""
     return [m for s, e in outside_code(text) for m in CITATION.finditer(text, s, e)]
@@ -230,7 +239,7 @@ def source_line(n: int, passage: PassageView) -> str:
     snippet = " ".join(passage.text.split())[:CLI_SNIPPET_CHARS]
     return (
         f"[{n}] {place(passage)}" + (f" [{heading}]" if heading else "")
-        + f"  score {passage.score:.4f} ({found_by_text(passage)})\n    {snippet}"
+        + f"  {part_note(passage) or f'score {passage.score:.4f} ({found_by_text(passage)})'}\n    {snippet}"
     )
 
 
@@ -514,7 +523,7 @@ def source_card_html(n: int, passage: PassageView, highlights: list[str]) -> str
         + (f"<div class='where' title='{html.escape(note, quote=True)}'>" if note else "<div class='where'>")
         + f"[{n}] {html.escape(place(passage, ' — '))}</div>"
         + (f"<div class='meta'>{html.escape(heading)}</div>" if heading else "")
-        + f"<div class='meta'>score {passage.score:.4f} · found by {html.escape(found_by_text(passage))}</div>"
+        + f"<div class='meta'>{html.escape(part_note(passage) or f'score {passage.score:.4f} · found by {found_by_text(passage)}')}</div>"
         + snippet_html(passage.text, highlights)
         + "</div>"
     )

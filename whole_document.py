@@ -8,10 +8,10 @@ one is near), and each part gets an outline line with no model: its headings and
 sentence, the one whose content words recur most across the part. The outline is shown first,
 each line citing its part. The model then reads only the outline (about 800 tokens) and writes
 three to five sentences in one JSON shape the backend's grammar enforces, each naming its part,
-so an uncited sentence cannot be written; they stream as a draft. One judge then holds each
-sentence to its part, as the evidence design holds answers to their excerpts
-(answer_check.exact_mismatches): a sentence that gives a number, identifier, code or quoted
-string its part does not hold is dropped. The checked paragraph stands above the
+so an uncited sentence cannot be written; they stream as a draft. The answers' one judge
+(evidence_answer.judge_text) then holds each sentence to its part: a sentence that gives a
+number, identifier, code or quoted string its part does not hold, or words it does not cover,
+is dropped; one that another part backs is re-cited to it. The checked paragraph stands above the
 outline; when nothing survives, or the model fails, the outline stands with a note saying why.
 
 The earlier map-reduce (one model call per part, then one to combine) took 6 min 23 s for a
@@ -30,10 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from answer_check import exact_mismatches
+from answer_render import OUTLINE_PART
 from config import Settings
 from doc_types import Chunk
 from errors import LLMError
+from evidence_answer import judge_text
 from grounding import content_terms, split_sentences
 from question_intent import summary_target
 from retriever import Passage
@@ -161,7 +162,7 @@ def stream_summary(
         answer.text = f"{source} has no indexed text to summarise — check `python main.py stats` for why."
         yield answer
         return
-    answer.passages = [Passage([p.cited], 0.0, {"summary part": p.number}) for p in parts]
+    answer.passages = [Passage([p.cited], 0.0, {OUTLINE_PART: p.number}) for p in parts]
     answer.highlights = {p.number: list(p.sentences[:1]) for p in parts}
     title, lines = OUTLINE_TITLE.format(source=source), "\n".join(f"- {p.line()}" for p in parts)
     answer.text = f"{title}{PENDING}\n\n{lines}"
@@ -250,19 +251,22 @@ def paragraph(sentences: Sequence[tuple[int, str]]) -> str:
 
 
 def judge_summary(sentences: Sequence[tuple[int, str]], parts: Sequence[OutlinePart], source: str = "") -> Verdict:
-    """Each sentence held to the part it cites: its numbers, identifiers, file names, code and quoted
-    strings must be in that part's text or the document's name (answer_check.exact_mismatches, the
-    evidence design's exact check). A sentence citing no part there is is dropped: nothing would show
-    where it came from."""
+    """Each sentence held by the answers' one judge (evidence_answer.judge_text) to the parts' text: its
+    numbers, identifiers, code and quoted strings must be in the part it cites, its content words covered
+    by it, its yes or no not the opposite. A sentence that another part backs is re-cited to that part
+    (the model names a neighbouring part); one no part backs, or citing no part there is, is dropped."""
+    texts = [f"{source}\n{p.text}" for p in parts]  # the document's name may be repeated
     kept: list[str] = []
     dropped: list[str] = []
     for part, text in sentences:
-        sentence = cite(text, [part])
-        problems = exact_mismatches(text, parts[part - 1].text, source) if 1 <= part <= len(parts) else ["it cites no part"]
-        if problems:
-            dropped.append(f"“{_shortened(text)}”: {problems[0].replace('the passage', 'the part it cites')}")
+        if not 1 <= part <= len(parts):
+            dropped.append(f"“{_shortened(text)}”: it cites no part")
+            continue
+        judged = judge_text(cite(text, [part]), texts, "")
+        if judged.shown:
+            kept.append(judged.text)
         else:
-            kept.append(sentence)
+            dropped.append(f"“{_shortened(text)}”: {judged.reason.replace('its evidence', 'the part it cites')}")
     return Verdict(tuple(kept), tuple(dropped))
 
 

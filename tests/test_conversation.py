@@ -14,7 +14,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from answer_render import cited_numbers
+from answer_render import cited_numbers, source_card_html
 from config import Settings, load_settings
 from conftest import module_settings, rag_with
 from conversation import (
@@ -406,9 +406,10 @@ def summary_reply(*sentences: tuple[int, str]) -> list[str]:
 
 
 def test_summary_shows_the_outline_before_the_model_is_called_then_calls_it_once(ollama_rag: Any, ollama: OllamaStandin) -> None:
-    standin_answers(ollama, summary_reply((1, "Tuples are immutable sequences of values."), (2, "A tuple can be a dictionary key.")))
     parts = split_parts(ollama_rag.keywords.chunks_of_source("tuples.md"), ollama_rag.settings.summary_max_parts)
     assert len(parts) >= 2, "the file must need more than one part"
+    keys = next(n for n, part in enumerate(parts, start=1) if any("dictionary key" in c.text for c in part))
+    standin_answers(ollama, summary_reply((1, "Tuples are immutable sequences of values."), (keys, "A tuple can be a dictionary key.")))
 
     updates, answer = stream_summary_of(ollama_rag, ollama, "Summarize tuples.md")
 
@@ -425,9 +426,11 @@ def test_summary_shows_the_outline_before_the_model_is_called_then_calls_it_once
     assert drafts and drafts[0].startswith(outline) and "Tuples are immutable sequences" in drafts[-1], "the draft streams below the outline"
     assert answer.done and answer.kind == "summary" and not answer.error and not answer.notice
     summary, _, below = answer.text.partition("\n\n")
-    assert summary == "Tuples are immutable sequences of values [1]. A tuple can be a dictionary key [2]."
+    assert summary == f"Tuples are immutable sequences of values [1]. A tuple can be a dictionary key [{keys}]."
     assert below.startswith("Outline of tuples.md") and all(line in below for line in lines), "the outline stays below"
     assert [p.source for p in answer.passages] == ["tuples.md"] * len(parts)
+    card = source_card_html(2, answer.passages[1], [])
+    assert "part 2 of the document" in card and "score" not in card, "no search scored a part: its card says which part it is"
     for n, part in enumerate(parts, start=1):  # each citation opens the chunk of its part that holds the key sentence
         assert answer.passages[n - 1].first in part
         key = answer.highlights[n][0]
@@ -440,14 +443,22 @@ def test_summary_sentences_not_backed_by_the_parts_they_cite_are_dropped(ollama_
         (1, "Tuples were added to Python in 1991."),  # a number no part gives
         (2, "Tuples are kept in `tuple_cache`."),  # a name no part gives
         (9, "Tuples are the best sequences."),  # a part there is not
+        (1, "Tuples are faster than lists and use less memory."),  # words no part holds
+        (1, "Because tuples are hashable, a tuple can be used as a dictionary key."),  # another part holds it
     ))
+    parts = split_parts(ollama_rag.keywords.chunks_of_source("tuples.md"), ollama_rag.settings.summary_max_parts)
+    keys = next(n for n, part in enumerate(parts, start=1) if any("dictionary key" in c.text for c in part))
 
     answer = ollama_rag.ask("Summarize tuples.md")
 
     summary, _, below = answer.text.partition("\n\n")
-    assert summary == "A tuple is a sequence of values much like a list [1]." and below.startswith("Outline of tuples.md")
-    assert answer.notice and answer.notice.startswith("3 of 4 sentences") and "1991" in answer.notice and "cites no part" in answer.notice
-    assert "tuple_cache" not in answer.text and "best" not in answer.text
+    assert summary == (
+        f"A tuple is a sequence of values much like a list [1]. "
+        f"Because tuples are hashable, a tuple can be used as a dictionary key [{keys}]."
+    ), "a sentence citing a neighbouring part is re-cited to the part that holds it"
+    assert below.startswith("Outline of tuples.md") and keys != 1
+    assert answer.notice and answer.notice.startswith("4 of 6 sentences") and "1991" in answer.notice and "cites no part" in answer.notice
+    assert "tuple_cache" not in answer.text and "best" not in answer.text and "memory" not in answer.text
 
 
 @pytest.mark.parametrize(
