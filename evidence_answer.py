@@ -166,9 +166,7 @@ def judge_draft(draft: Draft, excerpts: Sequence[Excerpt], question: str, covera
     backing = named if problem is None else _backing(draft.text, excerpts, question, coverage)
     if not backing:
         return Judgement(False, problem or "")
-    if addressed_share(question, " ".join(e.text for e in backing)) < ADDRESSED:
-        return Judgement(False, "its evidence does not address the question", off_question=True)
-    return Judgement(True, evidence=tuple(e.number for e in backing))
+    return addressed(question, backing) or Judgement(True, evidence=tuple(e.number for e in backing))
 
 
 def judge_text(text: str, passages: Sequence[str], question: str, coverage: float = COVERAGE) -> Judgement:
@@ -191,9 +189,15 @@ def judge_text(text: str, passages: Sequence[str], question: str, coverage: floa
         used += backing
     if not used:
         return Judgement(False, "the model wrote no answer")
-    if addressed_share(question, " ".join(e.text for e in used)) < ADDRESSED:
+    return addressed(question, used) or Judgement(True, evidence=tuple(sorted({e.number for e in used})), text=shown)
+
+
+def addressed(question: str, evidence: Sequence[Excerpt]) -> Judgement | None:
+    """A refusal when the evidence holds under ADDRESSED of the question's content words: an answer
+    backed by passages about something else answers another question."""
+    if addressed_share(question, " ".join(e.text for e in evidence)) < ADDRESSED:
         return Judgement(False, "its evidence does not address the question", off_question=True)
-    return Judgement(True, evidence=tuple(sorted({e.number for e in used})), text=shown)
+    return None
 
 
 def addressed_share(question: str, evidence: str) -> float:
@@ -250,6 +254,60 @@ def evidence_of(ids: Sequence[int], excerpts: Sequence[Excerpt]) -> list[Excerpt
     return named or list(excerpts)
 
 
+def model_pieces(
+    model: Callable[[], LLMBackend],
+    answer: Answer,
+    messages: list[dict[str, str]],
+    max_tokens: int | None,
+    started: float,
+    failed: Callable[[Answer, LLMError], None],
+    schema: dict[str, object] | None = None,
+) -> Iterator[str]:
+    """The model's reply piece by piece, for both designs' drafts: its name and first token's time go on
+    the answer; a backend error goes to `failed` and ends the pieces. A reader that stops early closes
+    the backend's stream too, so the model stops generating."""
+    try:
+        llm = model()
+        answer.model = llm.name
+        stream = llm.stream(messages, max_tokens) if schema is None else llm.stream(messages, max_tokens, schema=schema)
+        try:
+            for piece in stream:
+                answer.timings.setdefault("first_token_s", time.perf_counter() - started)
+                yield piece
+        finally:
+            close = getattr(stream, "close", None)
+            if close:
+                close()
+    except LLMError as exc:
+        failed(answer, exc)
+
+
+def found_nothing(review: AnswerReview, answer: Answer, evidence: Evidence) -> None:
+    """The model found no answer: refused where the gate doubted the passages (the model decided),
+    else the close passages' quotes stand for the reader to judge."""
+    if answer.relevance.get("model_decides"):
+        answer.quotes = []
+        review.refuse(answer, evidence, nearest=True)
+    else:
+        answer.text = ""
+        review.quotes_stand(answer, evidence, "the model found no answer in the passages; check whether these sentences answer your question")
+
+
+def settle(review: AnswerReview, answer: Answer, evidence: Evidence, verdict: Judgement, raw: str) -> None:
+    """The judge's verdict applied: refused when the evidence is off the question, shown (highlighted, the
+    judge having decided) or set aside with the quotes standing. `raw` is the model's text, for the log."""
+    if verdict.off_question:
+        log.info("Answer refused: %s (%r)", verdict.reason, raw)
+        answer.quotes = []
+        review.refuse(answer, evidence, nearest=True)
+    elif verdict.shown:
+        review.ground(answer, evidence)  # for the highlights; the judge above decided
+        answer.unsupported = []
+    else:
+        log.info("Answer set aside: %s (%r)", verdict.reason, raw)
+        review.quotes_stand(answer, evidence, verdict.reason)
+
+
 class EvidenceAnswer:
     """The design's stages for one answer: excerpts -> draft (streamed) -> judgement -> the answer shown.
 
@@ -276,39 +334,19 @@ class EvidenceAnswer:
             return
         draft = read_draft(raw, excerpts)
         if draft.readable and not draft.answered:
-            if answer.relevance.get("model_decides"):  # the gate doubted the passages, and the model found no answer
-                answer.quotes = []
-                self.review.refuse(answer, evidence, nearest=True)
-            else:  # close passages the model found no answer in: the reader decides
-                answer.text = ""
-                self.review.quotes_stand(answer, evidence, "the model found no answer in the passages; check whether these sentences answer your question")
+            found_nothing(self.review, answer, evidence)
             return
         verdict = judge_draft(draft, excerpts, question)
         ids = verdict.evidence if verdict.shown else draft.evidence
         answer.quotes = quotes_json(excerpt_quotes(evidence_of(ids, excerpts)), labels)
         answer.text = cited_answer(draft.text, ids, excerpts) if draft.text else raw
-        if verdict.off_question:
-            log.info("Evidence answer refused: %s (%r)", verdict.reason, raw)
-            answer.quotes = []
-            self.review.refuse(answer, evidence, nearest=True)
-        elif verdict.shown:
-            self.review.ground(answer, evidence)  # for the highlights; the judge above decided
-            answer.unsupported = []
-        else:
-            log.info("Evidence answer set aside: %s (%r)", verdict.reason, raw)
-            self.review.quotes_stand(answer, evidence, verdict.reason)
+        settle(self.review, answer, evidence, verdict, raw)
 
     def _draft(self, answer: Answer, messages: list[dict[str, str]], schema: dict[str, object], started: float) -> Generator[Answer, None, str]:
         """Stream the JSON reply; the answer's text shows its "answer" field as it grows. Returns the reply."""
         raw = ""
-        try:
-            llm = self.model()
-            answer.model = llm.name
-            for piece in llm.stream(messages, self.max_tokens, schema=schema):
-                answer.timings.setdefault("first_token_s", time.perf_counter() - started)
-                raw += piece
-                answer.text = partial_answer(raw)
-                yield answer
-        except LLMError as exc:
-            self.failed(answer, exc)
+        for piece in model_pieces(self.model, answer, messages, self.max_tokens, started, self.failed, schema):
+            raw += piece
+            answer.text = partial_answer(raw)
+            yield answer
         return raw

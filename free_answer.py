@@ -9,7 +9,6 @@ design (evidence_answer.py) replaces this path where it measures better.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Generator, Iterator
 
 from answer_context import compact_passages
@@ -21,7 +20,7 @@ from answer_verdict import add_notice, model_hint
 from config import Settings
 from conversation import bounded_history
 from errors import LLMError
-from evidence_answer import judge_text
+from evidence_answer import found_nothing, judge_text, model_pieces, settle
 from llm_handler import LLMBackend, build_messages
 from retriever import Passage
 
@@ -41,9 +40,8 @@ class FreeAnswer:
             texts = compact_passages(texts, checks.sentences, checks.scores, self.settings.context_token_budget)
         return texts
 
-    def messages(self, question: str, passages: list[Passage], history: list[dict[str, str]], checks: Evidence | None) -> list[dict[str, str]]:
-        """The prompt: the passages as `passage_texts` cuts them, and the bounded history."""
-        texts = self.passage_texts(passages, checks)
+    def messages(self, question: str, passages: list[Passage], texts: list[str], history: list[dict[str, str]]) -> list[dict[str, str]]:
+        """The prompt: the passages' `texts` (as `passage_texts` cuts them), and the bounded history."""
         messages = build_messages(question, [(p.label, t) for p, t in zip(passages, texts, strict=True)])
         turns = bounded_history(history, self.settings.history_max_turns, self.settings.history_max_tokens)
         return [messages[0], *turns, *messages[1:]]
@@ -52,7 +50,7 @@ class FreeAnswer:
         self, answer: Answer, question: str, history: list[dict[str, str]], started: float, checks: Evidence | None = None
     ) -> Iterator[Answer]:
         """Stream the model's answer into `answer`, tidied (answer_tidy.py), an earlier answer copied marked; an LLM failure becomes a note."""
-        messages = self.messages(question, answer.passages, history, checks)
+        messages = self.messages(question, answer.passages, self.passage_texts(answer.passages, checks), history)
         answer.timings["prompt_chars"] = float(sum(len(m["content"]) for m in messages))
         hit_limit = yield from self.stream_into(answer, messages, started)
         if answer.error:
@@ -75,27 +73,14 @@ class FreeAnswer:
         """Stream into answer.text; stops early when the model starts repeating itself. Returns whether it hit the limit."""
         limit = max_tokens or self.settings.llm_max_tokens
         pieces = 0
-        try:
-            llm = self.model()
-            answer.model = llm.name
-            first = None
-            stream = llm.stream(messages, max_tokens)
-            prefix = answer.text
-            for piece in stream:
-                if first is None:
-                    first = time.perf_counter()
-                    answer.timings.setdefault("first_token_s", first - started)
-                answer.text += piece
-                pieces += 1
-                if pieces % 8 == 0 and repeats_from(answer.text[len(prefix):]) is not None:
-                    close = getattr(stream, "close", None)
-                    if close:
-                        close()
-                    break
-                yield answer
-            answer.text = answer.text.strip()
-        except LLMError as exc:
-            self.failed(answer, exc)
+        prefix = answer.text
+        for piece in model_pieces(self.model, answer, messages, max_tokens, started, self.failed):
+            answer.text += piece
+            pieces += 1
+            if pieces % 8 == 0 and repeats_from(answer.text[len(prefix) :]) is not None:
+                break  # closing the pieces closes the model's stream
+            yield answer
+        answer.text = answer.text.strip()
         return pieces >= limit
 
 
@@ -113,7 +98,7 @@ class JudgedAnswer:
     ) -> Iterator[Answer]:
         """Yield the answer as its draft streams; it ends judged, refused or with the quotes standing (not yet `done`)."""
         texts = self.free.passage_texts(answer.passages, evidence)
-        messages = self.free.messages(question, answer.passages, history or [], evidence)
+        messages = self.free.messages(question, answer.passages, texts, history or [])
         answer.timings["prompt_chars"] = float(sum(len(m["content"]) for m in messages))
         yield from self.free.stream_into(answer, messages, started)
         if answer.error:
@@ -121,22 +106,9 @@ class JudgedAnswer:
                 self.review.quotes_stand(answer, evidence, f"the model stopped ({answer.error})")
             return
         if is_refusal(answer.text):
-            if answer.relevance.get("model_decides"):
-                answer.quotes = []
-                self.review.refuse(answer, evidence, nearest=True)
-            else:
-                answer.text = ""
-                self.review.quotes_stand(answer, evidence, "the model found no answer in the passages; check whether these sentences answer your question")
+            found_nothing(self.review, answer, evidence)
             return
         verdict = judge_text(answer.text, texts, question)
-        if verdict.off_question:
-            log.info("Judged answer refused: %s (%r)", verdict.reason, answer.text)
-            answer.quotes = []
-            self.review.refuse(answer, evidence, nearest=True)
-        elif verdict.shown:
+        if verdict.shown:
             answer.text = verdict.text
-            self.review.ground(answer, evidence)  # for the highlights; the judge above decided
-            answer.unsupported = []
-        else:
-            log.info("Judged answer set aside: %s (%r)", verdict.reason, answer.text)
-            self.review.quotes_stand(answer, evidence, verdict.reason)
+        settle(self.review, answer, evidence, verdict, answer.text)
