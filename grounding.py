@@ -29,7 +29,12 @@ from answer_render import CITATION
 from config import Settings
 from keyword_index import exact_terms, tokenize
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9`])")
+# Abbreviations that end in a full stop inside a sentence ("e.g. PDF", "Fig. 3", "vs. 3.11"): a break
+# after one cut a summary's key sentence and a quote in two. Each a fixed-width lookbehind.
+_ABBREVIATIONS = ("e.g.", "i.e.", "cf.", "vs.", "viz.", "fig.", "Fig.", "Mr.", "Ms.", "Dr.", "approx.")
+_SENTENCE_END = re.compile(
+    "".join(rf"(?<!\b{re.escape(a)})" for a in _ABBREVIATIONS) + r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9`])"
+)
 _BLOCK_BREAK = re.compile(r"\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)]|#+)\s)")
 MIN_SENTENCE_WORDS = 4
 """Shorter answer fragments ("Yes.", "[1]") carry no claim worth checking."""

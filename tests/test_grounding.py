@@ -54,6 +54,16 @@ def test_sentences_are_exact_substrings_split_at_sentence_ends_and_blank_lines()
     assert all(p in text for p in parts)
 
 
+def test_an_abbreviation_does_not_end_a_sentence() -> None:
+    text = "Many formats are read, e.g. PDF and HTML. See Fig. 2 for the flow, i.e. Convert then split. The answer is no. Next."
+    assert split_sentences(text) == [
+        "Many formats are read, e.g. PDF and HTML.",
+        "See Fig. 2 for the flow, i.e. Convert then split.",
+        "The answer is no.",
+        "Next.",
+    ]
+
+
 def test_grounding_flags_the_sentence_the_sources_do_not_support(sentences: PassageSentences, embedder: Any) -> None:
     answer = (
         "A tuple is a sequence of values, and tuples are immutable [1]. "
