@@ -86,9 +86,10 @@ class Writes(LLMBackend):
 
 @pytest.fixture
 def harbour(make_settings, embedder):
-    def build(llm: LLMBackend, **overrides) -> RAGSystem:
+    def build(llm: LLMBackend, files: dict[str, str] | None = None, **overrides) -> RAGSystem:
         settings = make_settings(**{"answer_design": "evidence", **overrides})
-        (settings.docs_dir / "harbour.md").write_text(HANDBOOK, encoding="utf-8")
+        for name, text in {"harbour.md": HANDBOOK, **(files or {})}.items():
+            (settings.docs_dir / name).write_text(text, encoding="utf-8")
         rag = RAGSystem(settings, embedder=embedder, llm=llm)
         rag.index()
         return rag
@@ -191,8 +192,14 @@ class WritesFree(LLMBackend):
         yield self.reply.replace("[n]", f"[{holding[0] if holding else 1}]")
 
 
+BARGE = """# The bunker barge
+
+The bunker barge brings diesel to boats at anchor outside the harbour. Call it on channel 9.
+"""
+
+
 def judged(harbour, word: str, reply: str, question: str):
-    rag = harbour(WritesFree(word, reply), answer_design="judged")
+    rag = harbour(WritesFree(word, reply), files={"barge.md": BARGE}, answer_design="judged")  # a second file: a second passage
     try:
         return rag.ask(question)
     finally:
@@ -204,8 +211,12 @@ def test_judged_design_shows_a_backed_free_answer_and_recites_a_wrong_citation(h
     assert answer.set_aside is None and not answer.refused, answer.notice
     cited = cited_numbers(answer.text, len(answer.passages))
     assert cited and all("pier 4" in answer.passages[n - 1].text for n in cited)
-    wrong = judged(harbour, "diesel", "Visiting boats moor at pier 4 [n].", "Where do visiting boats moor?")
+    both = "Where do visiting boats moor, and where do boats at anchor get diesel?"  # both files retrieved
+    wrong = judged(harbour, "bunker", "Visiting boats moor at pier 4 [n].", both)
+    fuel = [n for n, p in enumerate(wrong.passages, start=1) if "bunker" in p.text and "pier 4" not in p.text]
+    assert fuel, "the model's wrong citation must name a passage that lacks the claim"
     assert wrong.set_aside is None, wrong.notice
+    assert not set(cited_numbers(wrong.text, len(wrong.passages))) & set(fuel), "the wrong citation is gone"
     assert all("pier 4" in wrong.passages[n - 1].text for n in cited_numbers(wrong.text, len(wrong.passages))), "re-cited"
 
 
