@@ -218,9 +218,10 @@ class Settings:
         "", "Any GGUF file for the embedded model; overrides LLAMACPP_MODEL."
     )
     context_token_budget: int = _setting(
-        600,
+        300,
         "Most passage tokens (about 4 characters each) sent to the model: from each passage the sentences "
-        "closest to the question and their neighbours. 0 sends the passages whole.",
+        "closest to the question and their neighbours. 0 sends the passages whole. 300 answered as well as 600 "
+        "on the dev pool and 200 worse (docs/answer-results.md); fewer tokens, a sooner first word.",
     )
     llamacpp_context: int = _setting(4096, "Context window (tokens) of the embedded model.")
     llamacpp_threads: int = _setting(0, "CPU threads for the embedded model; 0 uses every core.")
