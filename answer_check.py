@@ -190,7 +190,7 @@ def verdict_conflicts(claim: str, question: str, evidence_sentences: Sequence[st
     with the other verdict ("Not by default: …" beside "Yes, by default …"), or it negates one of the
     question's own words ("They do not use getaddrinfo" beside "Does it use getaddrinfo? Yes").
 
-    That sentence is found by the question's rarest terms (the claim's own words when the question is
+    That sentence is found by the question's rarest content terms ("Does" and "'s" are none) (the claim's own words when the question is
     not a yes/no one): the evidence may name its subject by a pronoun, and a claim's paraphrase may
     share little with it. A negation only contradicts a "Yes": "No, it uses Timsort" is right beside a
     positive sentence about something else. A negation over another word ("hidden files are not
@@ -199,12 +199,12 @@ def verdict_conflicts(claim: str, question: str, evidence_sentences: Sequence[st
     said = opening.group(1).lower() if opening else "not"
     if said == "not" or _NEGATIONS & set(_words(question)):
         return []  # "Doesn't it …?": a yes agrees with a negation
-    asked = set(tokenize(question if asks_yes_no(question) else claim[opening.end() :] if opening else ""))
+    asked = content_terms(question if asks_yes_no(question) else claim[opening.end() :] if opening else "")
     best = _most_about(asked, evidence_sentences)
     if best is None:
         return []
-    rest = set(tokenize(claim[opening.end() :])) if opening else set()
-    if len(rest & set(tokenize(best))) < 0.5 * len(rest):
+    rest = content_terms(claim[opening.end() :]) if opening else set()
+    if len(rest & content_terms(best)) < 0.5 * len(rest):
         return []  # the claim says something else ("Yes, setting X makes it reachable" beside "Not by default")
     stated = YES_NO.match(best)
     if stated is not None:
@@ -223,7 +223,7 @@ def verdict_conflicts(claim: str, question: str, evidence_sentences: Sequence[st
 def _most_about(terms: set[str], sentences: Sequence[str]) -> str | None:
     """The sentence holding the most of `terms`, each weighted by how few sentences hold it; None
     when none holds two."""
-    held = [(s, terms & set(tokenize(s))) for s in (CITATION.sub(" ", s) for s in sentences)]
+    held = [(s, terms & content_terms(s)) for s in (CITATION.sub(" ", s) for s in sentences)]
     spread = {t: sum(t in shared for _, shared in held) for t in terms}
     ranked = [(sum(1 / spread[t] for t in shared), s) for s, shared in held if len(shared) >= 2]
     return max(ranked)[1] if ranked else None
