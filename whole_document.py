@@ -253,8 +253,9 @@ def paragraph(sentences: Sequence[tuple[int, str]]) -> str:
 def judge_summary(sentences: Sequence[tuple[int, str]], parts: Sequence[OutlinePart], source: str = "") -> Verdict:
     """Each sentence held by the answers' one judge (evidence_answer.judge_text) to the parts' text: its
     numbers, identifiers, code and quoted strings must be in the part it cites, its content words covered
-    by it, its yes or no not the opposite. A sentence that another part backs is re-cited to that part
-    (the model names a neighbouring part); one no part backs, or citing no part there is, is dropped."""
+    by it, its yes or no not the opposite. A kept sentence cites the part that covers it best (the model
+    names a neighbouring part that half backs it, seen in the browser); one no part backs, or citing no
+    part there is, is dropped."""
     texts = [f"{source}\n{p.text}" for p in parts]  # the document's name may be repeated
     kept: list[str] = []
     dropped: list[str] = []
@@ -263,8 +264,9 @@ def judge_summary(sentences: Sequence[tuple[int, str]], parts: Sequence[OutlineP
             dropped.append(f"“{_shortened(text)}”: it cites no part")
             continue
         judged = judge_text(cite(text, [part]), texts, "")
-        if judged.shown:
-            kept.append(judged.text)
+        if judged.shown:  # cited anew to the part that covers it best: a neighbour that backs it half is not its source
+            best = judge_text(text, texts, "")
+            kept.append(best.text if best.shown else judged.text)
         else:
             dropped.append(f"“{_shortened(text)}”: {judged.reason.replace('its evidence', 'the part it cites')}")
     return Verdict(tuple(kept), tuple(dropped))
