@@ -67,11 +67,13 @@ def _blanked(match: re.Match[str]) -> str:
 
 def drop_markdown_furniture(text: str) -> str:
     """Markdown without HTML comments (Node's "<!-- YAML added: v0.1.101 -->") and permalink anchors, in
-    HTML or as markdown links; code is left as written, and every line keeps its number."""
+    HTML or as markdown links; code is left as written, and every line keeps its number. A comment that
+    starts in prose goes whole, inline code inside it too (Node's "description: … the `path` argument")."""
+    prose_spans = outside_code(text)
+    text = _HTML_COMMENT.sub(lambda m: _blanked(m) if any(s <= m.start() < e for s, e in prose_spans) else m[0], text)
     out, pos = [], 0
     for start, end in outside_code(text):
-        prose = _HTML_COMMENT.sub(_blanked, text[start:end])
-        prose = _HTML_ANCHOR.sub(lambda m: _blanked(m) if _html_permalink(m) else m[0], prose)
+        prose = _HTML_ANCHOR.sub(lambda m: _blanked(m) if _html_permalink(m) else m[0], text[start:end])
         prose = _MARKDOWN_LINK.sub(lambda m: _blanked(m) if is_permalink(m[2], m[1], (), m[3] or "") else m[0], prose)
         out += [text[pos:start], prose]
         pos = end

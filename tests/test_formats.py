@@ -487,6 +487,8 @@ NODE_DOC = """# File system
 ## `fs.access(path)` <a class="headerlink" href="#fs-access" title="Permalink to this heading">¶</a>
 <!-- YAML
 added: v0.11.15
+changes:
+  - description: Passing a non-string as the `path` argument will throw now.
 -->
 
 Tests a user's permissions for the file [¶](#fs-access "Permalink to this heading") named by `path`.
@@ -513,7 +515,7 @@ def test_markdown_drops_html_comments_and_permalinks_outside_code_and_keeps_line
     (tmp_path / "fs.md").write_text(NODE_DOC, encoding="utf-8")
     doc = convert_document(tmp_path / "fs.md", "fs.md")
     text = doc.markdown
-    for furniture in ("¶", "Permalink", "introduced_in", "YAML", "added: v0.11.15"):
+    for furniture in ("¶", "Permalink", "introduced_in", "YAML", "added: v0.11.15", "non-string"):
         assert furniture not in text, furniture
     assert "<!-- this comment is code, and stays -->" in text and "`<!-- kept too -->`" in text
     assert "[access modes](#modes)" in text and '<a href="#modes">the modes</a>' in text
