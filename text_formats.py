@@ -14,7 +14,7 @@ from __future__ import annotations
 import codecs
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from doc_types import ConvertedDocument, Section
@@ -52,6 +52,9 @@ _HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _HTML_ANCHOR = re.compile(r"<a\b([^<>]*)>(.{0,300}?)</a\s*>", re.I | re.S)
 _HTML_ATTRIBUTE = re.compile(r"""([\w:-]+)\s*=\s*("[^"]*"|'[^']*'|[^\s"'>]+)""")
 _MARKDOWN_LINK = re.compile(r"""\[([^\]\n]{0,20})\]\((#[^()\s]*)(?:\s+["']([^"'\n]*)["'])?\)""")
+# A reference-style link, "[text][ref]" or "[text][]": its target is defined elsewhere, so a passage keeps the
+# text. Left in, "[`dns.lookup()`][]" filled quotes with brackets, and the model copied the form as a citation.
+_REFERENCE_LINK = re.compile(r"(?<![\w\]])\[([^\[\]\n]+)\]\[[^\[\]\n]*\]")
 
 
 def _html_permalink(match: re.Match[str]) -> bool:
@@ -65,12 +68,18 @@ def _blanked(match: re.Match[str]) -> str:
     return "\n" * match[0].count("\n")
 
 
+def _in_prose(pattern: re.Pattern[str], replace: Callable[[re.Match[str]], str], text: str) -> str:
+    """Each match of `pattern` that starts in prose replaced whole, inline code inside it too."""
+    prose = outside_code(text)
+    return pattern.sub(lambda m: replace(m) if any(s <= m.start() < e for s, e in prose) else m[0], text)
+
+
 def drop_markdown_furniture(text: str) -> str:
     """Markdown without HTML comments (Node's "<!-- YAML added: v0.1.101 -->") and permalink anchors, in
-    HTML or as markdown links; code is left as written, and every line keeps its number. A comment that
+    HTML or as markdown links, and reference links reduced to their text; code is left as written, and every line keeps its number. A comment that
     starts in prose goes whole, inline code inside it too (Node's "description: … the `path` argument")."""
-    prose_spans = outside_code(text)
-    text = _HTML_COMMENT.sub(lambda m: _blanked(m) if any(s <= m.start() < e for s, e in prose_spans) else m[0], text)
+    text = _in_prose(_HTML_COMMENT, _blanked, text)
+    text = _in_prose(_REFERENCE_LINK, lambda m: m[1], text)
     out, pos = [], 0
     for start, end in outside_code(text):
         prose = _HTML_ANCHOR.sub(lambda m: _blanked(m) if _html_permalink(m) else m[0], text[start:end])

@@ -493,6 +493,7 @@ changes:
 
 Tests a user's permissions for the file [¶](#fs-access "Permalink to this heading") named by `path`.
 See [access modes](#modes) and <a href="#modes">the modes</a>.
+It calls [`fs.stat()`][] and [the libuv docs][libuv] first; `matrix[1][2]` is code.
 
 ```html
 <!-- this comment is code, and stays -->
@@ -519,6 +520,7 @@ def test_markdown_drops_html_comments_and_permalinks_outside_code_and_keeps_line
         assert furniture not in text, furniture
     assert "<!-- this comment is code, and stays -->" in text and "`<!-- kept too -->`" in text
     assert "[access modes](#modes)" in text and '<a href="#modes">the modes</a>' in text
+    assert "It calls `fs.stat()` and the libuv docs first; `matrix[1][2]` is code." in text, "a reference link keeps its text"
     lines = text.split("\n")
     assert len(lines) == len(NODE_DOC.split("\n")) and lines.index("Inline `<!-- kept too -->` code. Last line.") == NODE_DOC.split("\n").index("Inline `<!-- kept too -->` code. Last line.")
     chunk = next(c for c in split_document(doc, 120, 0) if "user's permissions" in c.text)
