@@ -263,12 +263,12 @@ def judge_summary(sentences: Sequence[tuple[int, str]], parts: Sequence[OutlineP
         if not 1 <= part <= len(parts):
             dropped.append(f"“{_shortened(text)}”: it cites no part")
             continue
-        judged = judge_text(cite(text, [part]), texts, "")
-        if judged.shown:  # cited anew to the part that covers it best: a neighbour that backs it half is not its source
-            best = judge_text(text, texts, "")
-            kept.append(best.text if best.shown else judged.text)
-        else:
-            dropped.append(f"“{_shortened(text)}”: {judged.reason.replace('its evidence', 'the part it cites')}")
+        best = judge_text(text, texts, "")  # uncited: cited to the part that covers it best, not a neighbour that half backs it
+        if best.shown:
+            kept.append(best.text)
+        else:  # judged again as cited, only for the reason its part gives
+            why = judge_text(cite(text, [part]), texts, "").reason
+            dropped.append(f"“{_shortened(text)}”: {why.replace('its evidence', 'the part it cites')}")
     return Verdict(tuple(kept), tuple(dropped))
 
 
