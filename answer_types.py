@@ -52,6 +52,9 @@ class Answer:
     """For the user: why the model's text was set aside, or that a long question was searched by a part of it."""
     model_hint: str | None = None
     """How to get better answers than the model in use gives (the embedded model answered)."""
+    draft: str | None = None
+    """The model's words as it wrote them, before any tidying or judging; None when no model ran
+    (the evaluation records it, so a recorded run can be replayed through today's checks)."""
     tidied: list[str] = field(default_factory=list)
     """What was cut from the model's raw text: "repetition cut", "code removed", "cut off"."""
     indexing: str | None = None

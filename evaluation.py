@@ -487,6 +487,7 @@ def _answer_row(rag: Any, item: dict[str, Any], k: int, history: list[dict[str, 
         "must_contain": item.get("must_contain", []),
         "answer": answer.text,
         "model_text": model_text,
+        "draft": answer.draft,  # the model's own words: bench/replay.py replays them through today's checks
         "quotes": [q["text"] for q in answer.quotes],
         "answerable": is_answerable(item),
         "refused": refused,

@@ -263,16 +263,18 @@ def model_pieces(
     failed: Callable[[Answer, LLMError], None],
     schema: dict[str, object] | None = None,
 ) -> Iterator[str]:
-    """The model's reply piece by piece, for both designs' drafts: its name and first token's time go on
-    the answer; a backend error goes to `failed` and ends the pieces. A reader that stops early closes
+    """The model's reply piece by piece, for both designs' drafts: its name, first token's time and
+    words (`draft`) go on the answer; a backend error goes to `failed` and ends the pieces. A reader that stops early closes
     the backend's stream too, so the model stops generating."""
     try:
         llm = model()
         answer.model = llm.name
         stream = llm.stream(messages, max_tokens) if schema is None else llm.stream(messages, max_tokens, schema=schema)
+        answer.draft = ""
         try:
             for piece in stream:
                 answer.timings.setdefault("first_token_s", time.perf_counter() - started)
+                answer.draft += piece
                 yield piece
         finally:
             close = getattr(stream, "close", None)

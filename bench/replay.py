@@ -3,8 +3,9 @@
     .venv/bin/python bench/replay.py RUN.json --qa QUESTIONS.jsonl --docs DIR [--data DIR] [--json]
 
 RUN.json is the output of `main.py eval --qa … --answers --json` (or `bench/dev_pool.py
---answers --json`): each item holds the question and the model's text (`model_text`: its raw
-text when it was set aside, else the text shown). The documents are indexed again (through the
+--answers --json`): each item holds the question and the model's words as it wrote them
+(`draft`; runs recorded before it was kept hold only `model_text`, the text after tidying, so
+for them a change to answer_tidy.py is not measured). The documents are indexed again (through the
 evaluation's embedding cache under --data, so a dev-pool run's cache makes this quick), and
 every question is asked again with a stand-in model that writes the recorded text, so the
 retrieval, the quotes, the relevance gate and the judge all run as they do now; only the
@@ -57,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     run = json.loads(args.run.read_text(encoding="utf-8"))
-    texts = {row["question"]: row["model_text"] or "" for row in run["answer_items"]}
+    texts = {row["question"]: (row.get("draft") if row.get("draft") is not None else row["model_text"]) or "" for row in run["answer_items"]}
     items = load_qa(args.qa)
     settings = load_settings(overrides={"docs_dir": args.docs, "db_dir": args.data or args.docs.parent / "data"})
     with answering_system(settings, args.docs, Recorded(texts, run.get("answer_model", "recorded"))) as (rag, _, _):

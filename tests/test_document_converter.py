@@ -154,6 +154,20 @@ def test_generated_pdf_large_lines_become_headings(tmp_path):
     assert doc.sections[1].heading_path == ["Espresso Basics"]
 
 
+def test_pdf_ligatures_are_read_as_their_letters(tmp_path):
+    """A typeset PDF's "ﬁ" and "ﬂ" glyphs would otherwise stay single characters that no search for "file" finds."""
+    import pymupdf
+
+    pdf = pymupdf.open()
+    page = pdf.new_page()
+    font = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"  # fonts-dejavu-core: a font that has the ligature glyphs
+    page.insert_text((72, 72), "The conﬁguration ﬁle is ﬂexible and ﬀective.", fontfile=font, fontname="dejavu")
+    pdf.save(tmp_path / "typeset.pdf")
+    text = convert_document(tmp_path / "typeset.pdf", "typeset.pdf").sections[0].text
+    assert "The configuration file is flexible and ffective." in text
+    assert not any("\ufb00" <= ch <= "\ufb06" for ch in text)
+
+
 # --- DOCX ----------------------------------------------------------------------------------
 
 
