@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grounding import PassageSentences, content_terms, sentence_spans
+from grounding import TABLE_RULE, PassageSentences, content_terms, header_rows, sentence_spans
 from name_search import asked_identifiers, defines_in_table
 
 OVERLAP_WEIGHT = 0.15
@@ -117,7 +117,6 @@ def _under_headings(texts: Sequence[str], sims: np.ndarray) -> np.ndarray:
     return out
 
 
-_TABLE_RULE = re.compile(r"^\|?[\s:|-]+\|?$")
 _DOT_LEADER = re.compile(r"(?:\.\s?){5,}")
 """The dots between a contents entry and its page number ("9.1. Reading word lists . . . . 99"): a
 quote running into them is a table of contents, which names where the answer is and never is the
@@ -129,7 +128,7 @@ def _quotable(text: str) -> bool:
     stripped = text.strip()
     if stripped.startswith("|"):
         cells = [c for c in stripped.strip("|").split("|") if c.strip()]
-        return len(cells) >= 2 and not _TABLE_RULE.match(stripped)
+        return len(cells) >= 2 and not TABLE_RULE.match(stripped)
     return len(stripped.split()) >= MIN_QUOTE_WORDS and not stripped.startswith(("#", ">>>", "```"))
 
 
@@ -190,7 +189,8 @@ def compact_passages(
 
     Sentences are taken best first across all passages, each with the sentences around it
     (a single sentence's score is noisy: the one that answers often sits next to the one
-    that matches the question best), until the budget is spent. A passage whose every
+    that matches the question best), a table row with its header row first (its values mean
+    nothing without their column names), until the budget is spent. A passage whose every
     sentence was taken is kept whole; one that got none is left empty (the caller drops it
     and keeps the numbering).
     """
@@ -200,7 +200,7 @@ def compact_passages(
     used = 0
     for _, n, i in ranked:
         texts = sentences.texts[n]
-        for j in [i] + [i + d for r in range(1, neighbours + 1) for d in (-r, r)]:
+        for j in [i] + header_rows(texts, i) + [i + d for r in range(1, neighbours + 1) for d in (-r, r)]:
             if 0 <= j < len(texts) and j not in keep[n]:
                 cost = len(texts[j]) + 1
                 if used + cost <= budget or not used:

@@ -66,7 +66,8 @@ class AnswerReview:
         t = time.perf_counter()
         try:
             checker = self.embedder.for_checks  # torch's vectors, which the thresholds were calibrated on
-            sentences = PassageSentences.embed(checker, [p.text for p in answer.passages])
+            about = [" ".join([p.first.title, *p.heading_path, p.first.sheet or ""]) for p in answer.passages]
+            sentences = PassageSentences.embed(checker, [p.text for p in answer.passages], about)
             question_vector = np.asarray(checker.embed_query(question), dtype=np.float32)
         except EmbeddingError as exc:
             log.warning("Relevance and grounding checks skipped: %s", exc)

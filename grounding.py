@@ -69,6 +69,43 @@ def split_sentences(text: str) -> list[str]:
     return spans
 
 
+TABLE_RULE = re.compile(r"^\|?[\s:|-]+\|?$")
+"""A markdown table's rule line, `| --- | :-: |`, under its header row."""
+
+
+def table_cells(sentence: str) -> list[str]:
+    """A markdown table row's cells; empty for anything else (a rule line has none worth reading)."""
+    stripped = sentence.strip()
+    if not stripped.startswith("|") or "\n" in stripped or TABLE_RULE.match(stripped):
+        return []
+    return [c.strip() for c in stripped.strip("|").split("|")]
+
+
+def header_rows(sentences: Sequence[str], i: int) -> list[int]:
+    """The header row and rule line (indexes) of the table whose row `sentences[i]` is; empty when it has none."""
+    k = i
+    while k > 0 and sentences[k].lstrip().startswith("|") and not TABLE_RULE.match(sentences[k].strip()):
+        k -= 1
+    if k > 0 and TABLE_RULE.match(sentences[k].strip()) and table_cells(sentences[k - 1]) and k - 1 != i:
+        return [k - 1, k]
+    return []
+
+
+def read_rows(sentences: Sequence[str]) -> list[str]:
+    """The sentences as they read: a table row as its header's names with its cells ("codename: Jammy
+    Jellyfish; release: 2022-04-21"). A row alone is a line of values whose meaning is in the header,
+    so it matched no question by meaning ("What is Ubuntu 22.04 called?" scored 0.44 with its row)."""
+    out = []
+    for i, sentence in enumerate(sentences):
+        cells, header = table_cells(sentence), header_rows(sentences, i)
+        names = table_cells(sentences[header[0]]) if header else []
+        if cells and len(names) == len(cells):
+            out.append("; ".join(f"{name}: {cell}" for name, cell in zip(names, cells, strict=True) if cell))
+        else:
+            out.append(sentence)
+    return out
+
+
 def sentence_spans(text: str, sentences: Sequence[str] | None = None) -> list[tuple[int, int] | None]:
     """Where each sentence of `text` (split_sentences, or the given ones) stands in it, as (start, end),
     None for one not found verbatim: for cutting or rewriting the text around sentences without
@@ -134,15 +171,19 @@ class PassageSentences:
     """Each passage as its lower-case words, one space apart, for finding a quotation word for word."""
 
     @classmethod
-    def embed(cls, embedder: Any, passages: Sequence[str]) -> PassageSentences:
+    def embed(cls, embedder: Any, passages: Sequence[str], about: Sequence[str] = ()) -> PassageSentences:
+        """`about`: each passage's document title and headings, which its words count with (as the
+        keyword index counts them): a sheet's rows rarely name the sheet, a section's sentences its subject."""
         texts = [[s for s in split_sentences(p) if len(s.split()) >= 2] or [p.strip()] for p in passages]
-        flat = [_strip_markup(s) for sentences in texts for s in sentences]
+        flat = [_strip_markup(s) for sentences in texts for s in read_rows(sentences)]
         matrix = np.asarray(embedder.embed_documents(flat), dtype=np.float32) if flat else np.zeros((0, 1))
         vectors, start = [], 0
         for sentences in texts:
             vectors.append(matrix[start : start + len(sentences)])
             start += len(sentences)
-        return cls(texts=texts, vectors=vectors, terms=[content_terms(p) for p in passages], words=[_words(p) for p in passages])
+        about = list(about) or [""] * len(passages)
+        terms = [content_terms(f"{a}\n{p}") for a, p in zip(about, passages, strict=True)]
+        return cls(texts=texts, vectors=vectors, terms=terms, words=[_words(p) for p in passages])
 
     def holding(self, quotation: str) -> list[int]:
         """The passages (1-based) that hold `quotation` word for word, case, markup and punctuation aside."""

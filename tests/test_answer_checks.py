@@ -717,3 +717,27 @@ def test_a_refusal_after_the_answer_is_dropped_and_the_answer_shown_only_if_all_
     assert tidy_answer("No: the documents do not cover this.", "Why?", [RECURSION], False)[1] == [], "a refusal with no answer stays"
     partial = "Infinite recursion is not a good idea [1]. The documents do not cover how deep a recursion may go."
     assert tidy_answer(partial, "How deep?", [RECURSION], False) == (partial, []), "a refusal that says what is missing stays"
+
+
+RELEASES = "| release | codename | first shipped | end of life |\n| --- | --- | --- | --- |\n" + "".join(
+    f"| {v}.0 | {name} | {2000 + v}-04-0{v % 9 + 1} | {2005 + v}-06-30 |\n"
+    for v, name in enumerate(["Amber Fox", "Brisk Heron", "Calm Ibis", "Dusty Lynx", "Eager Newt", "Fancy Otter", "Gentle Pika"], start=1)
+)
+
+
+def test_a_table_row_is_read_with_its_header_and_kept_with_it_in_the_context(embedder):
+    """A row alone is a line of values; its header says what they are, for the checks and for the model."""
+    question = "When does the release codenamed Eager Newt reach its end of life?"
+    sentences = PassageSentences.embed(embedder, [RELEASES])
+    scores = sentence_scores(sentences, np.asarray(embedder.embed_query(question), dtype=np.float32), question)
+    assert sentences.texts[0][int(np.argmax(scores[0]))].startswith("| 5.0 | Eager Newt |")
+    compact = compact_passages([RELEASES], sentences, scores, budget_tokens=30)[0]
+    assert compact.startswith("| release | codename | first shipped | end of life |\n")
+    assert "| 5.0 | Eager Newt | 2005-04-06 | 2010-06-30 |" in compact and "Amber Fox" not in compact
+
+
+def test_a_passage_counts_the_words_of_its_title_and_headings(embedder):
+    """A sheet's rows never name the sheet: a question naming it must still find its words there."""
+    rows = RELEASES.splitlines()[2]
+    assert "ubuntu" not in PassageSentences.embed(embedder, [rows]).terms[0]
+    assert "ubuntu" in PassageSentences.embed(embedder, [rows], ["releases.xlsx ubuntu"]).terms[0]
