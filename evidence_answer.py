@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from answer_check import exact_mismatches, verdict_conflicts
+from answer_check import exact_mismatches
 from answer_context import Quote, quotes_json, select_quotes
 from answer_render import cited_numbers
 from answer_review import AnswerReview, Evidence
@@ -214,8 +214,6 @@ def _unbacked(text: str, evidence: Sequence[Excerpt], question: str, coverage: f
         return exact[0].replace("the passage", "its evidence")
     if covered_share(text, joined, question) < coverage:
         return "its words are not those of the excerpts it names"
-    if verdict_conflicts(text, question, split_sentences(joined)):
-        return "its yes or no is the opposite of what its evidence says"
     return None
 
 

@@ -314,6 +314,7 @@ class LlamaCppBackend(LLMBackend):
                     model_path=str(self.model_path),
                     n_ctx=self._settings.llamacpp_context,
                     n_threads=threads,
+                    flash_attn=self._settings.llamacpp_flash_attn,
                     verbose=False,
                 )
             except (ValueError, RuntimeError) as exc:

@@ -59,13 +59,7 @@ def _nothing(*_: Any, **__: Any) -> None:
 
 RULES: dict[str, tuple[str, str, Callable[..., Any]]] = {
     "exact_mismatches": ("answer_check", "exact_mismatches", _none),
-    "polarity_conflicts": ("answer_check", "polarity_conflicts", _none),
-    "unbacked_verdicts": ("answer_check", "unbacked_verdicts", _none),
-    "verdict_conflicts": ("answer_check", "verdict_conflicts", _none),
-    "reversed_comparisons": ("answer_check", "reversed_comparisons", _none),
     "place_mismatches": ("answer_check", "place_mismatches", _none),
-    "invented_quotations": ("answer_check", "invented_quotations", _none),
-    "ends_in_lead_in": ("answer_tidy", "ends_in_lead_in", _false),
     "corrected_citations": ("grounding", "corrected_citations", _same),
     "add_missing_citations": ("answer_verdict", "add_missing_citations", _same),
     "drop_repeats": ("answer_tidy", "drop_repeats", _unchanged),

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from answer_check import check_claims, exact_mismatches, polarity_conflicts, verdict_conflicts
+from answer_check import exact_mismatches
 from answer_context import compact_passages, select_quotes, sentence_scores
 from answer_tidy import CUT_MARKER, repeats_from, tidy_answer
 from answer_verdict import judge, quotes_markdown
-from grounding import PassageSentences, split_sentences
+from grounding import PassageSentences
 
 TUPLES = (
     "Tuples are also comparable and hashable so we can sort lists of them. "
@@ -67,104 +67,6 @@ def test_a_dotted_name_passes_when_the_passage_names_each_part():
 def test_a_quoted_string_must_be_in_the_passage():
     assert exact_mismatches('The guide says "never use the cloud".', OLLAMA)
     assert exact_mismatches("Obama said “the bubble sort would be the wrong way to go.”", "“I think the bubble sort would be the wrong way to\ngo.”") == []
-
-
-def test_a_swapped_subject_is_flagged_although_it_reuses_the_passages_words():
-    problems = polarity_conflicts("Lists are immutable, while tuples can be mutable [1].", split_sentences(TUPLES))
-    assert problems and "immutable" in problems[0]
-
-
-def test_a_flipped_negation_is_flagged():
-    assert polarity_conflicts("Tuples are not immutable.", split_sentences(TUPLES)) == ["negates what the passage says"]
-
-
-def test_a_faithful_sentence_raises_nothing():
-    sentences = split_sentences(TUPLES)
-    assert polarity_conflicts("The important difference is that tuples are immutable [1].", sentences) == []
-    assert check_claims([("Lists are mutable, tuples are immutable [1].", sentences)], TUPLES) == []
-
-
-def test_a_negation_in_another_clause_of_the_passage_is_not_a_flip():
-    passage = "The two lists are equivalent, because they have the same elements, but not identical, because they are not the same object."
-    assert polarity_conflicts("Equivalent lists have the same elements.", split_sentences(passage)) == []
-
-
-def test_a_clause_the_passage_says_alike_is_not_a_flip_of_a_looser_match():
-    """dev-02: the model repeated the book's "If you are not familiar with bitwise operators" and was
-    set aside as negating "you can read about them at …/BitwiseOperators" (3 of its 4 terms, no "not")."""
-    passage = (
-        "In some other languages, ^ is used for exponentiation, but in Python it is a bitwise operator called XOR. "
-        "If you are not familiar with bitwise operators, the result will surprise you: I won't cover bitwise "
-        "operators in this book, but you can read about them at http://wiki.python.org/moin/BitwiseOperators."
-    )
-    claim = "If you are not familiar with bitwise operators, the result will surprise you [1]."
-    assert polarity_conflicts(claim, split_sentences(passage)) == []
-    flipped = "If you are familiar with bitwise operators, the result will surprise you [1]."
-    assert polarity_conflicts(flipped, split_sentences(passage)) == ["drops the passage's negation"], "the closest clause still decides"
-
-
-def test_an_opposite_about_something_else_is_not_a_flip():
-    # dev-15 (Qwen 1.5B): a right answer was set aside for "allowed" beside an exercise's "forbidden letters".
-    passage = ("Write a function called is_abecedarian that returns True if the letters in a word appear in "
-               "alphabetical order (double letters are ok). Write a function named avoids that takes a word and "
-               "a string of forbidden letters, and that returns True if the word doesn't use any of them.")
-    claim = "A word is abecedarian if its letters appear in alphabetical order, with double letters allowed."
-    assert polarity_conflicts(claim, split_sentences(passage)) == []
-    assert polarity_conflicts("Double letters are forbidden in an abecedarian word.", split_sentences(
-        "In an abecedarian word double letters are allowed.")), "the same subject, flipped, is still caught"
-
-
-def test_an_opposite_inside_a_set_phrase_is_not_a_flip():
-    # Seen with Qwen 1.5B: a right answer set aside for "at first" beside the passage's "last two digits".
-    passage = ("The modulus operator is more useful than it seems. For example, x % 10 yields the right-most digit of x "
-               "(in base 10). Similarly x % 100 yields the last two digits.")
-    claim = "This is more useful than it seems at first because it lets you extract the last two digits of a number [2]."
-    assert polarity_conflicts(claim, split_sentences(passage)) == []
-    assert polarity_conflicts("Similarly x % 100 yields the first two digits.", split_sentences(passage)), (
-        "an ordinal that is a claim is still checked"
-    )
-
-
-FAQ_REMOTE = """## Can I open docqa from another computer?
-
-Not by default: the web interface listens on 127.0.0.1, which only the same
-computer can reach. Setting GRADIO_SERVER_NAME=0.0.0.0 makes it reachable from
-your network, and then anyone who can reach it can ask about your documents."""
-
-
-def test_a_yes_where_the_passage_answers_no_is_flagged():
-    # Seen in the browser (Qwen 1.5B): "Can my colleagues open the web interface from their own computers?"
-    wrong = "Yes, by default the web interface listens on 127.0.0.1, which only the same computer can reach [1]."
-    sentences = split_sentences(FAQ_REMOTE)
-    question = "Can my colleagues open the web interface from their own computers?"
-    assert verdict_conflicts(wrong, question, sentences) == ["says “yes” where the passage says “Not by default”"]
-    assert check_claims([(wrong, sentences)], FAQ_REMOTE), "the answer is set aside"
-    right = "No, by default the web interface listens on 127.0.0.1, which only the same computer can reach [1]."
-    assert verdict_conflicts(right, question, sentences) == []
-    assert verdict_conflicts("Yes, setting GRADIO_SERVER_NAME=0.0.0.0 makes it reachable from your network.", question, sentences) == [], (
-        "a yes about what the passage's other sentence says is not compared with its no"
-    )
-    assert verdict_conflicts("Yes, tuples are immutable [1].", "", split_sentences(TUPLES)) == []
-
-
-RESOLVERS = """Two kinds of lookup are offered. The lookup function asks the operating system's resolver, so it
-honours the hosts file. The resolve functions work differently. They do not read the hosts file and always
-send a query over the network, and they never block the thread pool."""
-
-
-def test_a_yes_that_the_evidence_denies_by_a_pronoun_is_flagged():
-    """The sentence that answers may name its subject "They": it is found by the question's rarest terms,
-    and a negation over the question's own verb contradicts a "Yes"."""
-    sentences = split_sentences(RESOLVERS)
-    question = "Do the resolve functions read the hosts file?"
-    wrong = "Yes, the resolve functions read the hosts file [1]."
-    assert verdict_conflicts(wrong, question, sentences) == ["says “Yes” where the passage says “not read”"]
-    assert check_claims([(wrong, sentences)], RESOLVERS, question), "the answer is set aside"
-    assert verdict_conflicts("No, the resolve functions do not read the hosts file [1].", question, sentences) == []
-    assert verdict_conflicts("Yes, the lookup function honours the hosts file.", "Does the lookup function honour the hosts file?", sentences) == []
-    assert verdict_conflicts("Yes, they send a query over the network.", "Do the resolve functions send a network query?", sentences) == [], (
-        "a negation over a word the question does not ask about denies nothing"
-    )
 
 
 def test_a_looping_answer_is_cut_and_marked():
@@ -228,26 +130,6 @@ def test_an_empty_or_contradicting_answer_is_set_aside():
     assert judge("The default chunk size is 1000 characters [1].", None, [CONFIG_ROW], "What is the default chunk size?").shown
 
 
-def test_a_yes_on_a_word_of_the_question_no_passage_uses_is_flagged():
-    """Seen in the browser: "is that safe?" got "Yes, opening the web interface from colleagues' computers is safe
-    if GRADIO_SERVER_NAME=0.0.0.0 is set …", shown as backed beside "Do this only on a network you trust"."""
-    faq = (
-        "Not by default: the web interface listens on 127.0.0.1, which only the same computer can reach. Setting "
-        "GRADIO_SERVER_NAME=0.0.0.0 makes it reachable from your network, and then anyone who can reach it can ask "
-        "about your documents. Do this only on a network you trust."
-    )
-    question = "Is opening the web interface to other computers safe?"
-    seen = "Yes, opening the web interface to other computers is safe if GRADIO_SERVER_NAME=0.0.0.0 is set [1]."
-    verdict = judge(seen, None, [faq], question)
-    assert not verdict.shown and "says “Yes” on “safe”" in verdict.reason
-    assert judge("Only on a network you trust: anyone who can reach it can ask about your documents [1].", None, [faq], question).shown
-    assert judge("No: anyone who can reach it can ask about your documents [1].", None, [faq], question).shown, "no word of its own"
-    tuples = "Because tuples are immutable they are hashable, so a tuple can be used as a dictionary key."
-    assert judge("Yes, a tuple can be used as a dictionary key [1].", None, [tuples], "Can I use a tuple as a dictionary key?").shown
-    colleagues = "Yes, colleagues can reach it once GRADIO_SERVER_NAME=0.0.0.0 is set [1]."
-    assert judge(colleagues, None, [faq], "Can my colleagues reach it?").shown, "the question's own subject word may be repeated"
-
-
 def test_a_yes_that_denies_what_was_asked_is_dropped_and_its_claim_kept():
     """Seen with a real document (Debian's users-and-groups.html): "Should web content be owned by www-data?"
     got "Yes, web content should not be owned by www-data." The claim matches the passage; its "Yes" does not. Set
@@ -267,25 +149,6 @@ def test_a_yes_that_denies_what_was_asked_is_dropped_and_its_claim_kept():
     assert denying_yes("Yes, it is not only faster but smaller.", "Is it faster?") == []
     assert denying_yes("Yes, it is not safe.", "Is it not safe?") == [], "a negated question has no plain yes"
     assert denying_yes("Yes, files are read, and files that are not text are skipped.", "Are files read?") == [], "denies nothing asked"
-
-
-def test_a_comparison_with_its_sides_swapped_is_flagged():
-    """Seen in the browser: "CHUNK_SIZE … must be at least 200 but smaller than CHUNK_OVERLAP" beside the
-    reference's "CHUNK_OVERLAP must be at least 0 and smaller than CHUNK_SIZE": the same words, so no other check saw it."""
-    from answer_check import reversed_comparisons
-
-    rule = ["CHUNK_OVERLAP must be at least 0 and smaller than CHUNK_SIZE, and TOP_K must be at least 1."]
-    seen = "CHUNK_SIZE sets the chunk length; it must be at least 200 but smaller than CHUNK_OVERLAP [1]."
-    assert reversed_comparisons(seen, rule) and reversed_comparisons("CHUNK_SIZE is smaller than CHUNK_OVERLAP.", rule)
-    assert reversed_comparisons("CHUNK_SIZE must be larger than CHUNK_OVERLAP.", rule) == [], "the same relation, turned"
-    assert reversed_comparisons("CHUNK_OVERLAP must be smaller than CHUNK_SIZE.", rule) == []
-    assert reversed_comparisons("Lists are faster than tuples.", ["Tuples are faster than lists."])
-    skipped = ["A file larger than 10 MB is skipped."]
-    assert reversed_comparisons("Files smaller than 10 MB are read.", skipped) == [], "a kind of file, no relation asserted"
-    abstract = ["Patients weighed more than controls.", "Patients' hepatic ATP levels were lower than those of controls."]
-    assert reversed_comparisons("Patients' weight was higher than controls'.", abstract) == [], "another quantity compared"
-    verdict = judge(seen, None, rule, "What must CHUNK_SIZE be?")
-    assert not verdict.shown and "reverses the passage's comparison" in verdict.reason
 
 
 ABSTRACT = "STAT1 serine phosphorylation is required for maximal activation of transcription by IFN-gamma."
@@ -354,25 +217,6 @@ SETUP = (
 FAQ = "- If the right passage is not found, change TOP_K or RETRIEVAL_MODE as\n  described in docqa-configuration.docx."
 
 
-def test_an_answer_quoting_words_no_passage_holds_is_set_aside():
-    """Seen in the browser: to "How do I write unit tests for docqa with pytest?" the model 'quoted' a
-    paragraph on pytest from a guide that never names it. A verbatim quote, even across a line break, stands."""
-    made_up = (
-        "To write unit tests, install the dependencies and run the test suite. The passage explains this in detail: "
-        "\"If you want to write unit tests for docqa, you can use pytest as a testing framework. First, make sure "
-        "that pytest is installed by running pip install pytest. Then, navigate to the project folder and run pytest "
-        "from the terminal.\" [1]"
-    )
-    verdict = judge(made_up, None, [SETUP], "How do I write unit tests for docqa with pytest?")
-    assert not verdict.shown and verdict.reason.startswith("it quotes words no passage holds: “If you want to write unit tests")
-    kept = (
-        "Try RETRIEVAL_MODE=vector. The passage [1] explains: \"If the right passage is not found, change TOP_K "
-        "or RETRIEVAL_MODE as described in docqa-configuration.docx.\""
-    )
-    assert judge(kept, None, [FAQ], "Which retrieval mode should I try?").shown
-    assert judge("It runs “make test, which confirms that the installation works” [1].", None, [SETUP], "How?").shown
-
-
 @pytest.fixture(scope="module")
 def tuple_sentences(embedder):
     passages = [TUPLES, CONFIG_ROW, OLLAMA]
@@ -398,13 +242,6 @@ def test_compact_context_keeps_the_answering_sentence_within_budget(tuple_senten
     assert "tuples are immutable" in compact[0]
     assert sum(len(c) for c in compact) <= 25 * 4 + 60
     assert all(not c or c.replace("\n…\n", " ") in " ".join(passages) or "…" in c for c in compact)
-
-
-def test_a_typeset_apostrophe_negates_like_a_plain_one():
-    """PDFs write "doesn’t": the passage's negation must be seen, or a right answer reads as flipping it."""
-    claim = "Explaining helps you solve it, even if the rubber duck doesn't know Python."
-    assert polarity_conflicts(claim, ["even if the rubber duck doesn’t know Python."]) == []
-    assert polarity_conflicts("The rubber duck knows Python well.", ["The rubber duck doesn’t know Python well."])
 
 
 def test_a_passage_label_copied_after_a_citation_is_dropped_with_its_made_up_page():
@@ -663,7 +500,7 @@ def test_a_sentence_naming_the_file_of_the_answer_becomes_that_passages_citation
     assert fold_pointer_sentences(unknown, labels) == (unknown, False), "a file no passage comes from is not a citation"
 
 
-def test_a_lead_in_the_model_never_followed_is_dropped_or_sets_the_answer_aside():
+def test_a_lead_in_the_model_never_followed_is_dropped_or_closed():
     text, done = tidy_answer("You have to include a final comma. For example: [1]", "How do I make a one-element tuple?", [""], False)
     assert text == "You have to include a final comma [1]." and "unfinished lead-in dropped" in done
     assert tidy_answer("It is bitwise XOR [2]. For example: [3]", "Why 4?", [""], False)[0] == "It is bitwise XOR [2].", (
@@ -673,8 +510,6 @@ def test_a_lead_in_the_model_never_followed_is_dropped_or_sets_the_answer_aside(
     assert done == ["unfinished lead-in closed with a full stop"] and stated == "Settings come from several places. The later place in this list wins [2].", "a lead-in that states the answer stays"
     alone = "The book shows a one-line solution that uses a dictionary: [2]"
     assert tidy_answer(alone, "Which solution?", [""], False)[0] == alone
-    verdict = judge(alone, None, ["Use a dictionary to write a faster, simpler version of has_duplicates."], "Which solution?")
-    assert not verdict.shown and "stops where the answer itself should begin" in verdict.reason
     listed = "Two steps:\n\n1. Run it.\n2. Read it [1]."
     assert tidy_answer(listed, "How?", [""], False)[0] == listed, "a lead-in that is followed stays"
 
