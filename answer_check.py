@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from answer_render import cited_numbers
-from grounding import CITATION, content_terms
+from grounding import CITATION
 
 UNITS = (
     "%|percent|bytes?|[kmgt]i?b|kilobytes?|megabytes?|gigabytes?|bits?|characters?|chars?|tokens?|words?|lines?|"
@@ -46,7 +46,6 @@ _IDENTIFIER = re.compile(
     r"(?<![\w.])[a-z]+[A-Z]\w*|"  # camelCase
     r"(?<![\w/.])[\w-]+\.(?:py|txt|md|json|csv|pdf|docx|yaml|yml|toml|cfg|ini|sh|html|js|ts)\b"  # file names
 )
-_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 
 
 @dataclass
@@ -101,48 +100,6 @@ def _parts_named(key: str, allowed: str) -> bool:
     if not _DOTTED.fullmatch(key):
         return False
     return all(re.search(rf"(?<![\w.]){re.escape(part)}(?!\w)", allowed) for part in key.split("."))
-
-
-YES_NO = re.compile(r"^\W*(yes|no|not)\b[\s,.:;!-]*", re.IGNORECASE)
-
-
-_ASKS_YES_NO = re.compile(
-    r"^\W*(?:and\s+|so\s+|but\s+)?(?:is|are|was|were|am|can|could|does|do|did|will|would|should|shall|may|might|must|has|have|had)"
-    r"(?:n't)?\b",
-    re.IGNORECASE,
-)
-
-
-_CONTRAST = re.compile(r"\b(?:but|however|although|though|except|unless|only|whereas|while)\b", re.IGNORECASE)
-_ASKED_NEGATED = re.compile(r"^\W*\w+n't\b|^\W*\w+\s+(?:\w+\s+)?not\b", re.IGNORECASE)
-_DENIED_WORDS = 6
-
-
-def denying_yes(claim: str, question: str) -> list[str]:
-    """A "Yes" whose own sentence then denies what the question asks, with the question's own verb:
-    "Should web content be owned by www-data?" answered "Yes, web content should not be owned by
-    www-data." (seen with a real document). The verdict and the claim contradict each other; the
-    claim is the passages' words, which the other checks read (answer_tidy drops the "Yes").
-
-    Only a denial of what was asked counts: the words after it must share one with the question
-    ("Yes, the file is read, and files that are not text are skipped" denies nothing asked). A
-    denial after "but", "except" or "only" is another claim beside the "Yes" ("Yes, but you cannot
-    …"), and a negated question ("Shouldn't …?") has no plain yes, so neither counts; "not only"
-    adds, it does not deny."""
-    opening = YES_NO.match(CITATION.sub(" ", claim))
-    asked = _ASKS_YES_NO.match(question)
-    if opening is None or opening.group(1).lower() != "yes" or asked is None or _ASKED_NEGATED.search(question):
-        return []
-    verb = asked.group(0).split()[-1].lower()
-    denial = rf"\b{verb}(?:\s+not\b(?!\s+(?:only|just)\b)|n't\b)" + (r"|\bcannot\b|\bcan't\b" if verb == "can" else "")
-    rest = opening.string[opening.end() :]
-    found = re.search(denial, rest, re.IGNORECASE)
-    if found is None or _CONTRAST.search(rest[: found.start()]):
-        return []
-    denied = " ".join(rest[found.end() :].split()[:_DENIED_WORDS])
-    if not content_terms(denied) & content_terms(question):
-        return []
-    return [f"says “Yes” and then “{found.group(0)}”"]
 
 
 _PAGE_NAMED = re.compile(r"\b(?:pages?|pp?\.)\s*(\d{1,5})(?:\s*(?:[-–]|to|and)\s*(\d{1,5}))?", re.IGNORECASE)

@@ -16,12 +16,11 @@ from typing import Any
 from answer_check import Disagreement, Place, check_claims
 from answer_context import Quote
 from answer_render import citations, cite_outside_fences, quote_text_lines, unquoted
-from answer_tidy import PASSAGE_COPIED, REFUSAL_AFTER_ANSWER, REPEATED_EARLIER
+from answer_tidy import REPEATED_EARLIER
 from grounding import CITATION, Grounding, split_sentences
 from markdown_code import closing_fence, code_spans
 
 NO_BACKING = "no passage backs what the model wrote"
-COPIED = "the model copied a passage instead of answering"
 
 
 @dataclass
@@ -46,8 +45,6 @@ def judge(
         return Verdict(False, "the model's answer repeated itself")
     if REPEATED_EARLIER in tidied:
         return Verdict(False, "the model repeated its earlier answer instead of answering this question")
-    if PASSAGE_COPIED in tidied:
-        return Verdict(False, COPIED)
     held = "\n".join([*passages, *labels])
     places = [Place.of(label, passage) for label, passage in zip(labels, passages, strict=True)] if len(labels) == len(passages) else []
     found = check_claims(split_sentences(text), held, question, places)
@@ -56,8 +53,6 @@ def judge(
         return Verdict(False, f"it does not match the passages: {first.reason}", found)
     if grounding is not None and grounding.checked and not any(s.supported for s in grounding.checked):
         return Verdict(False, NO_BACKING)
-    if REFUSAL_AFTER_ANSWER in tidied and (grounding is None or not grounding.checked or grounding.unsupported):
-        return Verdict(False, "the model answered, then said the documents do not cover the question, and not all it wrote is in them")
     return Verdict(True)
 
 
@@ -101,10 +96,7 @@ def add_notice(answer: Any, notice: str) -> None:
 def let_quotes_stand(answer: Any, reason: str) -> None:
     """Set the model's text aside, with the reason, and make the quotes the answer."""
     answer.set_aside = answer.text
-    if reason == COPIED:  # nothing false was written: it is the passages' own words, which say it better quoted
-        add_notice(answer, "The model only copied the passages, so their sentences closest to the question are quoted:")
-    else:
-        add_notice(answer, f"The model's answer was set aside: {reason}. The passages say:")
+    add_notice(answer, f"The model's answer was set aside: {reason}. The passages say:")
     quotes = [Quote(q["passage"], q["text"], 0.0) for q in answer.quotes]
     answer.text = quotes_markdown(quotes, [p.label for p in answer.passages])
     answer.unsupported = []

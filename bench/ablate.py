@@ -63,15 +63,9 @@ RULES: dict[str, tuple[str, str, Callable[..., Any]]] = {
     "corrected_citations": ("grounding", "corrected_citations", _same),
     "add_missing_citations": ("answer_verdict", "add_missing_citations", _same),
     "drop_repeats": ("answer_tidy", "drop_repeats", _unchanged),
-    "drop_echoed_labels": ("answer_tidy", "drop_echoed_labels", _unchanged),
-    "cut_echo": ("answer_tidy", "cut_echo", _unchanged_reason),
-    "drop_denied_yes": ("answer_tidy", "drop_denied_yes", _unchanged),
     "fold_pointer_sentences": ("answer_tidy", "fold_pointer_sentences", _unchanged),
     "join_lone_citation": ("answer_tidy", "join_lone_citation", _unchanged),
-    "drop_trailing_lead_in": ("answer_tidy", "drop_trailing_lead_in", _unchanged_reason),
-    "drop_trailing_refusal": ("answer_tidy", "drop_trailing_refusal", _unchanged_reason),
     "cite_outside_fences": ("answer_render", "cite_outside_fences", _same),
-    "wants_code": ("answer_tidy", "wants_code", lambda *_, **__: True),
 }
 
 

@@ -82,13 +82,6 @@ def test_an_answer_cut_at_the_token_limit_gets_a_marker():
     assert text.endswith(CUT_MARKER) and "cut off" in done
 
 
-def test_code_nobody_asked_for_is_removed():
-    text, done = tidy_answer("docqa sends nothing anywhere.\n```python\nimport requests\n```", "Does docqa send my documents anywhere?", ["Your files stay on your computer."], hit_limit=False)
-    assert "```" not in text and "code removed" in done
-    kept, _ = tidy_answer("Use a comma:\n```python\nt = (1,)\n```", "Show the code for a one-element tuple", [TUPLES], hit_limit=False)
-    assert "t = (1,)" in kept
-
-
 def test_a_code_block_left_open_in_a_list_item_is_closed_inside_it():
     from markdown_code import code_spans
 
@@ -128,27 +121,6 @@ def test_an_empty_or_contradicting_answer_is_set_aside():
     verdict = judge("The default chunk size is 1024 bytes [1].", None, [CONFIG_ROW], "What is the default chunk size?")
     assert not verdict.shown and "1024" in verdict.reason
     assert judge("The default chunk size is 1000 characters [1].", None, [CONFIG_ROW], "What is the default chunk size?").shown
-
-
-def test_a_yes_that_denies_what_was_asked_is_dropped_and_its_claim_kept():
-    """Seen with a real document (Debian's users-and-groups.html): "Should web content be owned by www-data?"
-    got "Yes, web content should not be owned by www-data." The claim matches the passage; its "Yes" does not. Set
-    aside, the quote left standing was the passage's next sentence, "Data written out by web servers will be owned by www-data"."""
-    from answer_check import denying_yes
-
-    policy = "Some web servers run as www-data. Web content should not be owned by this user, or a compromised web server would be able to rewrite a web site."
-    question = "Should web content be owned by www-data?"
-    text, done = tidy_answer("Yes, web content should not be owned by www-data [1].", question, [policy], False)
-    assert text == "Web content should not be owned by www-data [1]." and done == ["a “Yes” its sentence denies dropped"]
-    assert judge(text, None, [policy], question, done).shown
-    assert tidy_answer("No, web content should not be owned by www-data [1].", question, [policy], False)[1] == []
-    assert denying_yes("Yes, web content should not be owned by www-data [1].", question) == ["says “Yes” and then “should not”"]
-    assert denying_yes("Yes, level 0 does not compress the data.", "Does compression level 0 compress the data?")
-    assert denying_yes("Yes, you cannot add a scanned PDF.", "Can I add a scanned PDF that has no text in it?"), "a negation elsewhere in the question"
-    assert denying_yes("Yes, but you cannot use a safetensors file.", "Can I use a GGUF file?") == [], "a second claim after “but”"
-    assert denying_yes("Yes, it is not only faster but smaller.", "Is it faster?") == []
-    assert denying_yes("Yes, it is not safe.", "Is it not safe?") == [], "a negated question has no plain yes"
-    assert denying_yes("Yes, files are read, and files that are not text are skipped.", "Are files read?") == [], "denies nothing asked"
 
 
 ABSTRACT = "STAT1 serine phosphorylation is required for maximal activation of transcription by IFN-gamma."
@@ -244,12 +216,6 @@ def test_compact_context_keeps_the_answering_sentence_within_budget(tuple_senten
     assert all(not c or c.replace("\n…\n", " ") in " ".join(passages) or "…" in c for c in compact)
 
 
-def test_a_passage_label_copied_after_a_citation_is_dropped_with_its_made_up_page():
-    text, done = tidy_answer("Python calls __radd__ [1] (thinkpython2.pdf, page 207).", "How?", ["__radd__ ..."], False)
-    assert text == "Python calls __radd__ [1]." and "copied passage labels removed" in done
-    assert tidy_answer("Use a tuple [2] (see the note).", "How?", [""], False)[0] == "Use a tuple [2] (see the note)."
-
-
 def test_a_citation_on_a_line_of_its_own_is_joined_to_the_sentence_it_cites(embedder):
     # Seen in the browser: "...runs on any CPU.\n\n[1]", with passage 1 not the one that says so.
     answer = "The built-in model is SmolLM2-135M-Instruct, run by llama.cpp inside docqa.\n\n[1]"
@@ -317,97 +283,6 @@ def test_an_answer_of_citations_only_is_no_answer():
     for text in ("[1]", " [1] [2]. ", "[1]\n"):
         verdict = judge(text, None, [CONFIG_ROW], "What do I run now?")
         assert not verdict.shown and verdict.reason == "the model wrote no answer"
-
-
-GUIDE_PASSAGE = (
-    "Setting up and running docqa takes two commands.\nThe first sets everything up and starts docqa: make run\n"
-    "### Where the virtual environment goes"
-)
-CONFIG_PASSAGE = (
-    "# docqa Configuration Reference\n\ndocqa is configured with settings such as CHUNK_SIZE or LLM_BACKEND. Every setting "
-    "has a default, so docqa works without any configuration; change a setting only when you need to.\n"
-    "## Where settings come from\n\ndocqa reads settings from several places. When a setting is given in more than one "
-    "place, the later place in this list wins (lowest precedence first):\n\n1. Built-in defaults: the Default column."
-)
-
-
-def test_context_the_model_copies_after_its_answer_is_cut():
-    # Seen in the browser: a right one-line answer, then 900 characters of the next passage, headings and all.
-    answer = (
-        "The first command: make run and make test\n\n### Where the virtual environment goes\n[2] (docqa-configuration.docx)\n"
-        + CONFIG_PASSAGE
-    )
-    text, done = tidy_answer(answer, "Which two commands set up and run docqa?", [GUIDE_PASSAGE, CONFIG_PASSAGE], True)
-    assert text == "The first command: make run and make test" and "copied passage text cut" in done
-    assert "cut off" not in done  # the copy ran to the token limit, not the answer
-
-
-def test_an_answer_that_is_only_a_copied_passage_is_set_aside():
-    text, done = tidy_answer("[2]\n" + CONFIG_PASSAGE, "Where do settings come from?", [GUIDE_PASSAGE, CONFIG_PASSAGE], False)
-    assert "passage copied" in done
-    verdict = judge(text, None, [GUIDE_PASSAGE, CONFIG_PASSAGE], "Where do settings come from?", done)
-    assert not verdict.shown and "copied a passage" in verdict.reason
-    from types import SimpleNamespace
-
-    from answer_verdict import let_quotes_stand
-
-    places = [SimpleNamespace(label="guide.md"), SimpleNamespace(label="docqa-configuration.docx")]
-    answer = SimpleNamespace(text=text, notice=None, quotes=[{"passage": 2, "text": "Settings come from .env."}], passages=places, unsupported=[])
-    let_quotes_stand(answer, verdict.reason)
-    assert answer.notice.startswith("The model only copied the passages") and "set aside" not in answer.notice, (
-        "a faithful copy is not called untrustworthy"
-    )
-    assert answer.text.startswith("> Settings come from .env.") and answer.set_aside == text
-
-
-def test_a_quoted_sentence_and_copied_code_are_answers_not_echoes():
-    sentence = (
-        "docqa reads settings from several places. When a setting is given in more than one place, the later place in "
-        "this list wins (lowest precedence first):"
-    )
-    assert tidy_answer(f"{sentence} [2]", "Which place wins?", [GUIDE_PASSAGE, CONFIG_PASSAGE], False)[1] == ["unfinished lead-in closed with a full stop"]
-    code = "def countdown(n):\n    if n <= 0:\n        print('Blastoff!')\n    else:\n        print(n)\n        countdown(n-1)\n" * 3
-    answer = f"Like this [1]:\n\n```python\n{code}```"
-    assert tidy_answer(answer, "Show me the code for countdown", [code], False) == (answer, [])
-
-
-def test_a_copied_worked_example_with_short_lines_is_cut():
-    # Seen in the browser: the model's own sentence, then the book's example copied line by line (">>>hours", "1").
-    passage = (
-        "The floor division operator, //, divides two numbers and rounds down to an integer. For example\n"
-        "suppose the run time of a movie is 105 minutes. You might want to know how long that is in hours.\n"
-        "But we don't normally write hours with decimal points. Floor division returns the integer number\n"
-        "of hours, dropping the fraction part:\n>>>minutes=105\n>>>hours=minutes// 60\n>>>hours\n1\n\n"
-        "To get the remainder, you could subtract off one hour in minutes:\n>>>remainder=minutes-hours*60\n>>>remainder\n45\n48"
-    )
-    copied = passage[passage.index("But we"):]
-    answer = f"The // operator divides two numbers and rounds down to an integer.\n{copied} [1]"
-    text, done = tidy_answer(answer, "What does the // operator do?", [passage], True)
-    assert text == "The // operator divides two numbers and rounds down to an integer." and "copied passage text cut" in done
-
-
-def test_a_copy_that_runs_on_from_the_answer_s_last_sentence_takes_that_sentence_with_it():
-    """Seen with Debian's users-and-groups.html: the model copied a passage across a line break, the copy was cut
-    at the break, and "… such as **sudo** to gain [1]" was shown as the answer's end."""
-    passage = (
-        "operator\n:   Historically, the operator user account was used by system\n    operators with low privilege to dump "
-        "filesystem backups to tape,\n    and was in the root group so that it could do this. In Debian,\n    the use of a "
-        "utility such as **sudo** to gain\n    privilege is preferred over such highly-special-purpose\n    accounts, and "
-        "the operator user is no longer created by default.\n    It had uid 37.\n\n    The operator group is used by "
-        "**dump -n** to\n    notify logged-in operators via **wall** when it\n    requires operator attention. This is a "
-        "historical use, and new\n    applications should not behave this way. (If nothing else, the\n    group should be configurable.)"
-    )
-    first = "The operator user account was used by system operators to dump filesystem backups to tape."
-    answer = (
-        f"{first} In Debian, the use of a utility such as **sudo** to gain\n"
-        "privilege is preferred over such highly-special-purpose accounts, and the operator user is no longer created by default.\n"
-        "The operator group is used by **dump -n** to notify logged-in operators via **wall** when it requires operator attention. "
-        "This is a historical use, and new applications should not behave this way. (If nothing else, the\ngroup should be configurable.) [1]"
-    )
-    text, done = tidy_answer(answer, "What uid did the operator user have?", [passage], False)
-    assert text == first and "copied passage text cut" in done
-    lone = answer.removeprefix(f"{first} ")
-    assert tidy_answer(lone, "What uid did the operator user have?", [passage], False)[1] == ["passage copied"]
 
 
 def test_a_quote_stops_at_the_next_entry_of_a_definition_list():
@@ -498,60 +373,6 @@ def test_a_sentence_naming_the_file_of_the_answer_becomes_that_passages_citation
     assert fold_pointer_sentences(on_page, labels)[0] == "To open it, go to http://127.0.0.1:7860 [2][3][1]."
     unknown = "It is 1000 [2]. This can be found in the [other.docx] file."
     assert fold_pointer_sentences(unknown, labels) == (unknown, False), "a file no passage comes from is not a citation"
-
-
-def test_a_lead_in_the_model_never_followed_is_dropped_or_closed():
-    text, done = tidy_answer("You have to include a final comma. For example: [1]", "How do I make a one-element tuple?", [""], False)
-    assert text == "You have to include a final comma [1]." and "unfinished lead-in dropped" in done
-    assert tidy_answer("It is bitwise XOR [2]. For example: [3]", "Why 4?", [""], False)[0] == "It is bitwise XOR [2].", (
-        "the lead-in's citation does not move onto a sentence citing another passage"
-    )
-    stated, done = tidy_answer("Settings come from several places. The later place in this list wins: [2]", "Which wins?", [""], False)
-    assert done == ["unfinished lead-in closed with a full stop"] and stated == "Settings come from several places. The later place in this list wins [2].", "a lead-in that states the answer stays"
-    alone = "The book shows a one-line solution that uses a dictionary: [2]"
-    assert tidy_answer(alone, "Which solution?", [""], False)[0] == alone
-    listed = "Two steps:\n\n1. Run it.\n2. Read it [1]."
-    assert tidy_answer(listed, "How?", [""], False)[0] == listed, "a lead-in that is followed stays"
-
-
-RECURSION = (
-    "If a recursion never reaches a base case, it goes on making recursive calls forever, and the program never "
-    "terminates. This is known as infinite recursion, and it is generally not a good idea."
-)
-
-
-def test_a_refusal_after_the_answer_is_dropped_and_the_answer_shown_only_if_all_of_it_is_backed(embedder):
-    """Seen on dev-20 and a follow-up on recursion: a right answer in the book's words, then "The documents
-    do not cover this." The reader could not tell which to believe."""
-    from config import load_settings
-    from grounding import check_grounding
-
-    settings = load_settings(environ={})
-    sentences = PassageSentences.embed(embedder, [RECURSION])
-    right = (
-        "If a recursion never reaches a base case, it goes on making recursive calls forever, and the program never terminates.\n"
-        "This is known as infinite recursion. The documents do not cover this. [1]"
-    )
-    text, done = tidy_answer(right, "What happens if a recursion never stops?", [RECURSION], False)
-    assert text == "If a recursion never reaches a base case, it goes on making recursive calls forever, and the program never terminates.\nThis is known as infinite recursion [1]."
-    assert done == ["refusal after the answer dropped"]
-    assert judge(text, check_grounding(text, sentences, embedder, settings), [RECURSION], "Why?", done).shown
-
-    own = (
-        "Infinite recursion is generally not a good idea [1]. Python stops such a program with an error message "
-        "about the maximum depth. The documents do not cover this."
-    )
-    text, done = tidy_answer(own, "What happens if a recursion never stops?", [RECURSION], False)
-    verdict = judge(text, check_grounding(text, sentences, embedder, settings), [RECURSION], "Why?", done)
-    assert not verdict.shown and "said the documents do not cover the question" in verdict.reason, "the model's own doubt stands"
-    bare, done = tidy_answer("Yes [1]. The documents do not cover this.", "Does it stop?", [RECURSION], False)
-    verdict = judge(bare, check_grounding(bare, sentences, embedder, settings), [RECURSION], "Does it stop?", done)
-    assert bare == "Yes [1]." and not verdict.shown, "no claim left to back: the model's doubt stands"
-    joined = "This is known as infinite recursion [1]: the documents do not cover this."  # ship-02 in a chat, the same form
-    assert tidy_answer(joined, "Why?", [RECURSION], False) == ("This is known as infinite recursion [1].", ["refusal after the answer dropped"])
-    assert tidy_answer("No: the documents do not cover this.", "Why?", [RECURSION], False)[1] == [], "a refusal with no answer stays"
-    partial = "Infinite recursion is not a good idea [1]. The documents do not cover how deep a recursion may go."
-    assert tidy_answer(partial, "How deep?", [RECURSION], False) == (partial, []), "a refusal that says what is missing stays"
 
 
 RELEASES = "| release | codename | first shipped | end of life |\n| --- | --- | --- | --- |\n" + "".join(

@@ -227,18 +227,6 @@ def test_judged_design_sets_aside_an_unbacked_sentence_and_an_answer_of_citation
     assert empty.set_aside is not None and "07:30" in empty.text, "the quotes stand"
 
 
-def test_a_yes_or_no_its_evidence_negates_is_set_aside():
-    excerpts = [Excerpt(1, 1, "Visiting boats may not refuel at pier 4. The fuel dock sells diesel.")]
-    question = "Can visiting boats refuel at pier 4?"
-    for wrong in ("Yes.", "Yes, visiting boats can refuel at pier 4."):
-        verdict = judge_draft(Draft(True, True, (1,), wrong), excerpts, question)
-        assert not verdict.shown and "opposite" in verdict.reason, wrong
-    for right in ("No.", "No, visiting boats may not refuel at pier 4."):
-        assert judge_draft(Draft(True, True, (1,), right), excerpts, question).shown, right
-    flipped = judge_text("Yes, visiting boats can refuel at pier 4 [1].", [excerpts[0].text], question)
-    assert not flipped.shown and "opposite" in flipped.reason
-
-
 def test_the_judge_of_free_text_holds_every_sentence_to_what_it_cites():
     passages = ["The office opens at 07:30. It closes at 18:00.", "Boats moor at pier 4."]
     question = "When does the office open?"
