@@ -66,8 +66,7 @@ class AnswerReview:
         t = time.perf_counter()
         try:
             checker = self.embedder.for_checks  # torch's vectors, which the thresholds were calibrated on
-            about = [" ".join([p.first.title, *p.heading_path, p.first.sheet or ""]) for p in answer.passages]
-            sentences = PassageSentences.embed(checker, [p.text for p in answer.passages], about)
+            sentences = PassageSentences.embed(checker, [p.text for p in answer.passages])
             question_vector = np.asarray(checker.embed_query(question), dtype=np.float32)
         except EmbeddingError as exc:
             log.warning("Relevance and grounding checks skipped: %s", exc)

@@ -171,9 +171,7 @@ class PassageSentences:
     """Each passage as its lower-case words, one space apart, for finding a quotation word for word."""
 
     @classmethod
-    def embed(cls, embedder: Any, passages: Sequence[str], about: Sequence[str] = ()) -> PassageSentences:
-        """`about`: each passage's document title and headings, which its words count with (as the
-        keyword index counts them): a sheet's rows rarely name the sheet, a section's sentences its subject."""
+    def embed(cls, embedder: Any, passages: Sequence[str]) -> PassageSentences:
         texts = [[s for s in split_sentences(p) if len(s.split()) >= 2] or [p.strip()] for p in passages]
         flat = [_strip_markup(s) for sentences in texts for s in read_rows(sentences)]
         matrix = np.asarray(embedder.embed_documents(flat), dtype=np.float32) if flat else np.zeros((0, 1))
@@ -181,9 +179,7 @@ class PassageSentences:
         for sentences in texts:
             vectors.append(matrix[start : start + len(sentences)])
             start += len(sentences)
-        about = list(about) or [""] * len(passages)
-        terms = [content_terms(f"{a}\n{p}") for a, p in zip(about, passages, strict=True)]
-        return cls(texts=texts, vectors=vectors, terms=terms, words=[_words(p) for p in passages])
+        return cls(texts=texts, vectors=vectors, terms=[content_terms(p) for p in passages], words=[_words(p) for p in passages])
 
     def holding(self, quotation: str) -> list[int]:
         """The passages (1-based) that hold `quotation` word for word, case, markup and punctuation aside."""

@@ -390,10 +390,3 @@ def test_a_table_row_is_read_with_its_header_and_kept_with_it_in_the_context(emb
     compact = compact_passages([RELEASES], sentences, scores, budget_tokens=30)[0]
     assert compact.startswith("| release | codename | first shipped | end of life |\n")
     assert "| 5.0 | Eager Newt | 2005-04-06 | 2010-06-30 |" in compact and "Amber Fox" not in compact
-
-
-def test_a_passage_counts_the_words_of_its_title_and_headings(embedder):
-    """A sheet's rows never name the sheet: a question naming it must still find its words there."""
-    rows = RELEASES.splitlines()[2]
-    assert "ubuntu" not in PassageSentences.embed(embedder, [rows]).terms[0]
-    assert "ubuntu" in PassageSentences.embed(embedder, [rows], ["releases.xlsx ubuntu"]).terms[0]
