@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grounding import TABLE_RULE, PassageSentences, content_terms, header_rows, sentence_spans
+from grounding import TABLE_RULE, PassageSentences, content_terms, header_rows, sentence_spans, table_cells
 from name_search import asked_identifiers, defines_in_table
 
 OVERLAP_WEIGHT = 0.15
@@ -58,7 +58,8 @@ def sentence_scores(
     sentences: PassageSentences, question_vector: np.ndarray, question: str, idf: Idf | None = None
 ) -> list[np.ndarray]:
     """Per passage, each sentence's closeness to the question: cosine plus a share of its words (and a
-    bonus for a table row defining a name it gives, split among the names it gives), less a little for each place its passage is
+    bonus for a table row defining a name it gives, split among the names it gives, or else for a row
+    whose first cell it names in full), less a little for each place its passage is
     down the retrieved list. With `idf` (the keyword index's), the share weighs each word by how
     few chunks hold it, as BM25 does."""
     asked = content_terms(question)
@@ -74,8 +75,22 @@ def sentence_scores(
         if names:
             bonus = DEFINITION_BONUS / _names_given(names)  # a row defines one name: with two asked, it answers half
             sims = sims + bonus * np.array([defines_in_table(t.strip(), names) for t in texts], dtype=np.float32)
+        elif asked:
+            sims = sims + DEFINITION_BONUS * np.array([_keyed_by(texts, i, asked) for i in range(len(texts))], dtype=np.float32)
         out.append(np.asarray(sims - RANK_WEIGHT * rank, dtype=np.float32))
     return out
+
+
+def _keyed_by(texts: Sequence[str], i: int, asked: set[str]) -> bool:
+    """Whether `texts[i]` is a table row whose first cell the question names in full: the row of
+    "Debian 11" in a table of releases (`| 11 | Bullseye | … |`), whose other cells are values that
+    look like no question. Seen with a CSV: the row of 5.0 was quoted for "What is the codename of
+    Debian 11?". A header row (followed by its rule line) names columns, not a row."""
+    cells = table_cells(texts[i])
+    if not cells or (i + 1 < len(texts) and TABLE_RULE.match(texts[i + 1].strip())):
+        return False
+    key = content_terms(cells[0])
+    return bool(key) and key <= asked
 
 
 def _names_given(names: set[str]) -> int:

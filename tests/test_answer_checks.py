@@ -390,3 +390,15 @@ def test_a_table_row_is_read_with_its_header_and_kept_with_it_in_the_context(emb
     compact = compact_passages([RELEASES], sentences, scores, budget_tokens=30)[0]
     assert compact.startswith("| release | codename | first shipped | end of life |\n")
     assert "| 5.0 | Eager Newt | 2005-04-06 | 2010-06-30 |" in compact and "Amber Fox" not in compact
+
+
+def test_the_row_a_question_names_by_its_first_cell_is_the_quote(embedder):
+    """A row is found by its key: "Debian 11" names the row `| 11 | Bullseye | … |`, whose other cells
+    look like no question; its neighbours, all alike, must not be quoted instead."""
+    table = "| release | codename | first shipped | end of life |\n| --- | --- | --- | --- |\n" + "".join(
+        f"| {v} | {name} | {1990 + 2 * v}-0{v % 9 + 1}-14 | {1995 + 2 * v}-06-30 |\n"
+        for v, name in enumerate(["Moss", "Fern", "Reed", "Sage", "Rush", "Vine", "Kelp", "Ivy", "Oak", "Elm", "Ash", "Yew"], start=1)
+    )
+    for key, name in ((11, "Ash"), (4, "Sage"), (9, "Oak")):
+        quotes = _quotes(embedder, f"What is the codename of release {key}?", [table])
+        assert quotes and quotes[0].text.startswith(f"| {key} | {name} |"), (key, quotes[:1])
