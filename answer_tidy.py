@@ -188,12 +188,10 @@ def _cite_at_end(text: str, numbers: list[str]) -> str:
 LEAD_IN_DROPPED, LEAD_IN_CLOSED = "unfinished lead-in dropped", "unfinished lead-in closed with a full stop"
 
 
-def tidy_answer(
-    text: str, question: str, passages: list[str], hit_limit: bool, labels: Sequence[str] = ()
-) -> tuple[str, list[str]]:
+def tidy_answer(text: str, hit_limit: bool, labels: Sequence[str] = ()) -> tuple[str, list[str]]:
     """The answer with loops cut, pointer sentences and lone citations folded into citations, code
-    fences closed and a cut-off end marked; and what was done. `question` and `passages` are kept
-    for the callers' one signature."""
+    fences closed and a cut-off end marked; and what was done. `labels` are the passages' labels,
+    in the prompt's order (fold_pointer_sentences)."""
     done: list[str] = []
     text, looped = drop_repeats(text.strip())
     if looped:

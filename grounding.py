@@ -97,7 +97,8 @@ def read_rows(sentences: Sequence[str]) -> list[str]:
     so it matched no question by meaning ("What is Ubuntu 22.04 called?" scored 0.44 with its row)."""
     out = []
     for i, sentence in enumerate(sentences):
-        cells, header = table_cells(sentence), header_rows(sentences, i)
+        cells = table_cells(sentence)
+        header = header_rows(sentences, i) if cells else []
         names = table_cells(sentences[header[0]]) if header else []
         if cells and len(names) == len(cells):
             out.append("; ".join(f"{name}: {cell}" for name, cell in zip(names, cells, strict=True) if cell))

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.answer import answering_system  # noqa: E402
-from bench.replay import Recorded  # noqa: E402
+from bench.replay import Recorded, recorded_texts  # noqa: E402
 from config import load_settings  # noqa: E402
 from evaluation import is_answerable, load_qa, score_answers  # noqa: E402
 
@@ -41,20 +41,8 @@ def _unchanged(text: str, *_: Any, **__: Any) -> tuple[str, bool]:
     return text, False
 
 
-def _unchanged_reason(text: str, *_: Any, **__: Any) -> tuple[str, None]:
-    return text, None
-
-
 def _same(text: str, *_: Any, **__: Any) -> str:
     return text
-
-
-def _false(*_: Any, **__: Any) -> bool:
-    return False
-
-
-def _nothing(*_: Any, **__: Any) -> None:
-    return None
 
 
 RULES: dict[str, tuple[str, str, Callable[..., Any]]] = {
@@ -116,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     run = json.loads(args.run.read_text(encoding="utf-8"))
-    texts = {r["question"]: (r.get("draft") if r.get("draft") is not None else r["model_text"]) or "" for r in run["answer_items"]}
+    texts = recorded_texts(run)
     items = load_qa(args.qa)
     answerable, unanswerable = [i for i in items if is_answerable(i)], [i for i in items if not is_answerable(i)]
     settings = load_settings(overrides={"docs_dir": args.docs, "db_dir": args.data or args.docs.parent / "data"})

@@ -48,6 +48,11 @@ class Recorded(LLMBackend):
             yield self.texts[max(found, key=len)]
 
 
+def recorded_texts(run: dict[str, Any]) -> dict[str, str]:
+    """Question -> what the model wrote: its draft, or for runs recorded before drafts were kept, the tidied text."""
+    return {r["question"]: (r["draft"] if r.get("draft") is not None else r["model_text"]) or "" for r in run["answer_items"]}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run", type=Path, help="an evaluation's JSON output, with answer_items")
@@ -58,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     run = json.loads(args.run.read_text(encoding="utf-8"))
-    texts = {row["question"]: (row.get("draft") if row.get("draft") is not None else row["model_text"]) or "" for row in run["answer_items"]}
+    texts = recorded_texts(run)
     items = load_qa(args.qa)
     settings = load_settings(overrides={"docs_dir": args.docs, "db_dir": args.data or args.docs.parent / "data"})
     with answering_system(settings, args.docs, Recorded(texts, run.get("answer_model", "recorded"))) as (rag, _, _):

@@ -72,20 +72,20 @@ def test_a_quoted_string_must_be_in_the_passage():
 def test_a_looping_answer_is_cut_and_marked():
     looping = "Tuples are immutable [1]. You cannot change a tuple. " + "You cannot change a tuple. " * 6
     assert repeats_from(looping) is not None
-    text, done = tidy_answer(looping, "Can I change a tuple?", [TUPLES], hit_limit=True)
+    text, done = tidy_answer(looping, hit_limit=True)
     assert text.count("You cannot change a tuple.") == 1 and "repetition cut" in done
     assert not judge(looping, None, [TUPLES], "Can I change a tuple?", done).shown
 
 
 def test_an_answer_cut_at_the_token_limit_gets_a_marker():
-    text, done = tidy_answer("The default chunk size is 1000 characters, which you can change with", "What is the chunk size?", [CONFIG_ROW], hit_limit=True)
+    text, done = tidy_answer("The default chunk size is 1000 characters, which you can change with", hit_limit=True)
     assert text.endswith(CUT_MARKER) and "cut off" in done
 
 
 def test_a_code_block_left_open_in_a_list_item_is_closed_inside_it():
     from markdown_code import code_spans
 
-    text, _ = tidy_answer("1. Make a list:\n   ```python\n   xs = [1, 2]", "Show the code for a list", [TUPLES], hit_limit=False)
+    text, _ = tidy_answer("1. Make a list:\n   ```python\n   xs = [1, 2]", hit_limit=False)
     assert text.endswith("\n   xs = [1, 2]\n   ```"), "closed at the item's indentation, where the renderer closes it"
     assert [text[s.start : s.end] for s in code_spans(text + "\n\nAfter.")] == ["   ```python\n   xs = [1, 2]\n   ```"]
 
@@ -98,14 +98,14 @@ def test_a_code_block_left_open_in_a_list_item_is_closed_inside_it():
 def test_a_citation_at_a_code_block_moves_to_the_sentence_before_it(model_text):
     from markdown_code import code_spans
 
-    text, done = tidy_answer(model_text, "Show the code to loop over a list", [TUPLES], hit_limit=False)
+    text, done = tidy_answer(model_text, hit_limit=False)
     blocks = [text[s.start : s.end] for s in code_spans(text) if s.fenced]
     assert blocks == ["```python\nfor x in xs:\n    print(x[1])\n```"], "the block closes, its code as written"
     assert text.startswith("Loop over the list [1]:") and text.endswith("```") and "citations moved out of code" in done
 
 
 def test_a_citation_after_a_code_block_with_no_prose_before_it_is_dropped():
-    text, _ = tidy_answer("```python\nt = (1,)\n``` [2]\n[2]", "Show the code for a one-element tuple", [TUPLES], hit_limit=False)
+    text, _ = tidy_answer("```python\nt = (1,)\n``` [2]\n[2]", hit_limit=False)
     assert text == "```python\nt = (1,)\n```"
 
 
@@ -219,7 +219,7 @@ def test_compact_context_keeps_the_answering_sentence_within_budget(tuple_senten
 def test_a_citation_on_a_line_of_its_own_is_joined_to_the_sentence_it_cites(embedder):
     # Seen in the browser: "...runs on any CPU.\n\n[1]", with passage 1 not the one that says so.
     answer = "The built-in model is SmolLM2-135M-Instruct, run by llama.cpp inside docqa.\n\n[1]"
-    text, done = tidy_answer(answer, "What is the built-in model called?", [""], False)
+    text, done = tidy_answer(answer, False)
     assert text == "The built-in model is SmolLM2-135M-Instruct, run by llama.cpp inside docqa [1]."
     assert "citation joined to its sentence" in done
     from config import load_settings
@@ -329,7 +329,7 @@ def test_the_section_under_a_heading_that_matches_the_question_is_the_quote(embe
 def test_a_sentence_that_only_says_where_the_answer_is_becomes_a_citation():
     from answer_tidy import fold_pointer_sentences
 
-    text, done = tidy_answer("Tuples are immutable. This is mentioned in [3].", "Why?", [""], False)
+    text, done = tidy_answer("Tuples are immutable. This is mentioned in [3].", False)
     assert text == "Tuples are immutable [3]." and "pointer sentence folded into a citation" in done
     assert fold_pointer_sentences("A is B [1]. It is described in the passage [2].\n\nNext point.")[0] == "A is B [1][2].\n\nNext point."
     claim = "The passage [3] explains that tuples are immutable."
@@ -357,7 +357,7 @@ def test_a_sentence_naming_the_file_of_the_answer_becomes_that_passages_citation
     from answer_tidy import fold_pointer_sentences
 
     labels = ["guide.md, Setup", "docs/settings.docx, Configuration variables", "docs/settings.docx"]
-    text, done = tidy_answer("Chunks are 1000 characters. This can be found in the [settings.docx] file.", "Size?", ["", "", ""], False, labels)
+    text, done = tidy_answer("Chunks are 1000 characters. This can be found in the [settings.docx] file.", False, labels)
     assert text == "Chunks are 1000 characters [2][3]." and "pointer sentence folded into a citation" in done
     assert fold_pointer_sentences("It is 1000 [2]. This is described in settings.docx.", labels)[0] == "It is 1000 [2][3]."
     seen = 'It is 1000 characters. This can be found in the [settings.docx] file, under the "Configuration variables" section. [1]'
@@ -386,7 +386,11 @@ def test_a_table_row_is_read_with_its_header_and_kept_with_it_in_the_context(emb
     question = "When does the release codenamed Eager Newt reach its end of life?"
     sentences = PassageSentences.embed(embedder, [RELEASES])
     scores = sentence_scores(sentences, np.asarray(embedder.embed_query(question), dtype=np.float32), question)
-    assert sentences.texts[0][int(np.argmax(scores[0]))].startswith("| 5.0 | Eager Newt |")
+    row = int(np.argmax(scores[0]))
+    assert sentences.texts[0][row].startswith("| 5.0 | Eager Newt |")
+    asked = np.asarray(embedder.embed_query("What is the end of life of release 5.0?"), dtype=np.float32)
+    alone = np.asarray(embedder.embed_documents([sentences.texts[0][row]])[0], dtype=np.float32)
+    assert sentences.vectors[0][row] @ asked > alone @ asked + 0.05, "read with its column names, the row is nearer a question naming one"
     compact = compact_passages([RELEASES], sentences, scores, budget_tokens=30)[0]
     assert compact.startswith("| release | codename | first shipped | end of life |\n")
     assert "| 5.0 | Eager Newt | 2005-04-06 | 2010-06-30 |" in compact and "Amber Fox" not in compact
