@@ -141,7 +141,8 @@ class AnswerReview:
         text = "" if answer.kind == "refusal" else answer.text
         try:
             grounding = check_grounding(
-                text, evidence.sentences, self.embedder.for_checks, self.settings, evidence.question_vector, skip=[REFUSAL]
+                text, evidence.sentences, self.embedder.for_checks, self.settings, evidence.question_vector, skip=[REFUSAL],
+                idf=self.keywords.idf if self.settings.grounding_idf else None,
             )
         except EmbeddingError as exc:
             log.warning("Grounding check skipped: %s", exc)

@@ -303,6 +303,15 @@ class Settings:
     grounding_min_overlap: float = _setting(
         0.6, "Share of an answer sentence's content words (stemmed, no stop words) that must occur in the passages it cites."
     )
+    quotes_judge_min_yes: float = _setting(
+        0.45,
+        "When the model's answer is set aside or has unbacked claims, the model is asked whether the quotes answer "
+        "the question; below this probability of yes, the reply says no answer could be confirmed and shows the "
+        "quotes as the nearest sentences, instead of as the answer. 0 turns this second judge off.",
+    )
+    grounding_idf: bool = _setting(
+        True, "Weigh an answer sentence's words by their idf in GROUNDING_MIN_OVERLAP (rare words count more)."
+    )
     grounding_strong_similarity: float = _setting(
         0.75, "An answer sentence this similar to a cited passage sentence is supported whatever its words (a paraphrase)."
     )
@@ -475,6 +484,8 @@ def _validate(s: Settings) -> None:
         raise ConfigError(f"OCR_DPI must be between 50 and 600, got {s.ocr_dpi}.")
     if s.ocr_min_page_chars < 0 or s.ocr_threads < 0:
         raise ConfigError("OCR_MIN_PAGE_CHARS and OCR_THREADS must be at least 0.")
+    if not 0 <= s.quotes_judge_min_yes <= 1:
+        raise ConfigError(f"QUOTES_JUDGE_MIN_YES is a probability, 0 to 1, got {s.quotes_judge_min_yes}.")
     if not 0 <= s.doubted_min_supported <= 1:
         raise ConfigError(f"DOUBTED_MIN_SUPPORTED is a share of the answer's claims, 0 to 1, got {s.doubted_min_supported}.")
     if s.top_k <= 0:

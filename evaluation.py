@@ -501,6 +501,7 @@ def _answer_row(rag: Any, item: dict[str, Any], k: int, history: list[dict[str, 
         "sentences_checked": answer.sentences_checked,
         "similarity": answer.relevance.get("similarity"),
         "doubted": bool(answer.relevance.get("model_decides")),  # the relevance rules left it to the model
+        "quotes_answer": answer.relevance.get("quotes_answer"),  # the model's p(yes) that the quotes answer (a flagged answer)
         "model": answer.model,
         "quotes_s": quotes_s,
         "first_token_s": answer.timings.get("first_token_s"),

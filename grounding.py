@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -289,8 +289,13 @@ def check_grounding(
     settings: Settings,
     question_vector: np.ndarray | None = None,
     skip: Sequence[str] = (),
+    idf: Callable[[Iterable[str]], dict[str, float]] | None = None,
 ) -> Grounding:
-    """Judge each claim of `answer` against the passages it cites; collect highlights."""
+    """Judge each claim of `answer` against the passages it cites; collect highlights.
+
+    With `idf` (the keyword index's), a claim's overlap weighs each word by how few chunks hold
+    it: a claim missing the one word that makes it ("covered by software patents" beside a
+    licence that never says "patent") is short of its substance, not of one word in five."""
     count = len(sentences.texts)
     claims = claim_sentences(answer, skip)
     result = Grounding()
@@ -303,7 +308,7 @@ def check_grounding(
             similarity, n, i = sentences.best_match(vector, against)
             terms = content_terms(claim)
             known = set().union(*(sentences.terms[m - 1] for m in against))
-            overlap = len(terms & known) / len(terms) if terms else 0.0
+            overlap = _weighted_share(terms, known, idf)
             supported = similarity >= settings.grounding_strong_similarity or (
                 similarity >= settings.grounding_min_similarity and overlap >= settings.grounding_min_overlap
             )
@@ -328,6 +333,17 @@ def check_grounding(
     for n, indexes in sorted(marked.items()):
         result.highlights[n] = [sentences.texts[n - 1][i] for i in sorted(indexes)[:HIGHLIGHTS_PER_PASSAGE]]
     return result
+
+
+def _weighted_share(terms: set[str], known: set[str], idf: Callable[[Iterable[str]], dict[str, float]] | None) -> float:
+    """The share of `terms` that `known` holds, each term weighed by its idf (1 each without one;
+    a term no chunk holds weighs as much as the rarest one that some chunk does)."""
+    if not terms:
+        return 0.0
+    weights = idf(terms) if idf is not None else {}
+    top = max(weights.values(), default=1.0)
+    weight = {t: weights.get(t, top) for t in terms}
+    return sum(weight[t] for t in terms & known) / sum(weight.values())
 
 
 def _better_source(

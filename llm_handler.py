@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+import numpy as np
+
 from config import Settings
 from errors import BackendUnavailable, ConfigError, GenerationError
 
@@ -93,6 +95,20 @@ def build_messages(question: str, passages: list[tuple[str, str]]) -> list[Messa
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
+YES_NO: Schema = {"type": "string", "enum": ["yes", "no"]}
+
+
+def quotes_answer_messages(question: str, quotes: list[str]) -> list[Message]:
+    """Ask whether the quoted sentences answer `question`: the model as a second judge (rag_system.py)."""
+    excerpts = "\n".join(f"[{n}] {' '.join(_defuse(q).split())}" for n, q in enumerate(quotes, start=1))
+    return [
+        {
+            "role": "user",
+            "content": f"Excerpts:\n{excerpts}\n\nQuestion: {question.strip()}\n\nDo the excerpts answer the question? Reply yes or no.",
+        }
+    ]
+
+
 def _defuse(text: str) -> str:
     """Neutralise context tags inside document text, which could otherwise end the data block."""
     return text.replace("<context>", "(context)").replace("</context>", "(/context)")
@@ -121,6 +137,13 @@ class LLMBackend(ABC):
     def complete(self, messages: list[Message], max_tokens: int | None = None) -> str:
         """The whole answer at once."""
         return "".join(self.stream(messages, max_tokens))
+
+    def yes_probability(self, messages: list[Message]) -> float:
+        """How sure the model is that the answer to a yes-or-no prompt is yes, 0 to 1. Here its
+        reply decides: 0 for a plain "no", else 1 (a reply that is neither changes nothing); a
+        backend that reads the model's next-token probabilities gives them."""
+        reply = "".join(self.stream(messages, 4, schema=YES_NO)).strip(' "\n').lower()
+        return 0.0 if reply.startswith("no") else 1.0
 
     def close(self) -> None:  # noqa: B027 - a no-op by default: not every backend holds resources
         """Release connections or the loaded model; the backend is not used afterwards."""
@@ -327,6 +350,31 @@ class LlamaCppBackend(LLMBackend):
                 self.name, self._llm.n_ctx(), threads, time.perf_counter() - started,
             )
         return self._llm
+
+    def yes_probability(self, messages: list[Message]) -> float:
+        """p(yes) / (p(yes) + p(no)) over the model's first token, read from its logits (one forward pass)."""
+        from llama_cpp import llama_chat_format, llama_get_logits_ith  # optional, as in _model
+
+
+        with self._lock:
+            llm = self._model()
+            eos, bos = llm.token_eos(), llm.token_bos()
+            formatter = llama_chat_format.Jinja2ChatFormatter(
+                template=llm.metadata["tokenizer.chat_template"], eos_token=llm.detokenize([eos], special=True).decode(),
+                bos_token=llm.detokenize([bos], special=True).decode() if bos >= 0 else "", stop_token_ids=[eos],
+            )
+            prompt = formatter(messages=messages).prompt  # type: ignore[arg-type]
+            llm.reset()
+            llm.eval(llm.tokenize(prompt.encode(), add_bos=False, special=True))
+            logits = np.ctypeslib.as_array(llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),)).astype(np.float64)
+            chance = np.exp(logits - logits.max())
+
+            def first_tokens(words: tuple[str, ...]) -> set[int]:
+                return {llm.tokenize(w.encode(), add_bos=False, special=False)[0] for w in words}
+
+            yes = sum(chance[t] for t in first_tokens(("yes", "Yes", " yes", " Yes", "YES")))
+            no = sum(chance[t] for t in first_tokens(("no", "No", " no", " No", "NO")))
+            return float(yes / (yes + no)) if yes + no > 0 else 0.5
 
     def stream(self, messages: list[Message], max_tokens: int | None = None, schema: Schema | None = None) -> Iterator[str]:
         max_tokens = max_tokens or self._settings.llm_max_tokens

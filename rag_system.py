@@ -39,7 +39,7 @@ from index_status import (
     manifest_stats,
 )
 from indexer import Indexer, IndexReport, Progress, SyncStep
-from llm_handler import LLMBackend, answering_model, make_llm_backend
+from llm_handler import LLMBackend, answering_model, make_llm_backend, quotes_answer_messages
 from page_images import render_page_png
 from question_intent import asks_for_document_list, split_question
 from retriever import Passage, Retriever, Where
@@ -247,13 +247,42 @@ class RAGSystem:
         if undecided and checks is not None:
             yield from self._model_decides(answer, checks, search, declined, started)
             return
+        notice = answer.notice
         if declined and answer.quotes and checks is not None:  # quotes come from the checks
             self.review.quotes_stand(answer, checks, "the model found no answer in the passages; check whether these sentences answer your question")
         elif declined:
             answer.kind, answer.refused = "refusal", True
         elif checks and answer.text and not answer.error:
             self.review.judge(answer, checks, search, self.review.ground(answer, checks))
+        if checks is not None and not self._quotes_answer(answer, search):
+            answer.set_aside, answer.notice = None, notice
+            yield self._refuse(answer, checks, started, nearest=True)
+            return
         yield self._finish(answer, started)
+
+    def _quotes_answer(self, answer: Answer, question: str) -> bool:
+        """Whether the quotes answer the question, asked of the model when its own answer was set aside or
+        has claims no passage backs: the quotes then stand as the answer, or the refusal shows them as the
+        nearest sentences. On the dev pool's tune half the checks flag every unanswerable question the model
+        answers, but as an answer of quotes it is not a refusal; the model, asked only whether the quotes
+        answer the question, tells them apart from the flagged answerable ones (docs/answer-results.md).
+        True when nothing was flagged, no model can run, or QUOTES_JUDGE_MIN_YES is 0."""
+        flagged = answer.set_aside is not None or bool(answer.unsupported)
+        if not flagged or answer.refused or not answer.quotes or self.settings.quotes_judge_min_yes <= 0:
+            return True
+        llm = self._available_llm()
+        if llm is None:
+            return True
+        t = time.perf_counter()
+        try:
+            chance = llm.yes_probability(quotes_answer_messages(question, [str(q["text"]) for q in answer.quotes]))
+        except LLMError as exc:
+            log.warning("The model could not judge the quotes: %s", exc)
+            return True
+        answer.timings["quotes_judge_s"] = time.perf_counter() - t
+        answer.relevance["quotes_answer"] = round(chance, 4)
+        log.info("The model judges the quotes answer the question with p(yes) %.2f", chance)
+        return chance >= self.settings.quotes_judge_min_yes
 
     def _doubt_unnamed(self, answer: Answer, question: str) -> None:
         """A question naming something no document names is doubted, however close its passages:
@@ -291,7 +320,7 @@ class RAGSystem:
             self.review.quote(answer, checks)
             grounding = self.review.judge(answer, checks, question, self.review.ground(answer, checks))
             backed = grounding.supported_share if grounding is not None and grounding.supported_share is not None else 1.0
-            if answer.set_aside is None and backed >= self.settings.doubted_min_supported:
+            if answer.set_aside is None and backed >= self.settings.doubted_min_supported and self._quotes_answer(answer, question):
                 yield self._finish(answer, started)
                 return
             reason = answer.notice if answer.set_aside is not None else f"only {backed:.0%} of the model's claims are backed"

@@ -32,14 +32,18 @@ sys.path.insert(0, str(ROOT))
 from bench.answer import answering_system  # noqa: E402
 from config import load_settings  # noqa: E402
 from evaluation import is_answerable, load_qa, score_answers  # noqa: E402
-from llm_handler import LLMBackend  # noqa: E402
+from llm_handler import LLMBackend, make_llm_backend  # noqa: E402
 
 
 class Recorded(LLMBackend):
-    """Writes the recorded text of the question found in the prompt's last message."""
+    """Writes the recorded text of the question found in the prompt's last message; a yes-or-no
+    judgement (the second judge of rag_system) goes to `judge`, the real model, or is "yes" without one."""
 
-    def __init__(self, texts: dict[str, str], name: str) -> None:
-        self.texts, self.name = texts, name
+    def __init__(self, texts: dict[str, str], name: str, judge: LLMBackend | None = None) -> None:
+        self.texts, self.name, self.judge = texts, name, judge
+
+    def yes_probability(self, messages: list[dict[str, str]]) -> float:
+        return self.judge.yes_probability(messages) if self.judge is not None else 1.0
 
     def stream(self, messages: list[dict[str, str]], max_tokens: int | None = None, schema: Any = None) -> Iterator[str]:
         prompt = messages[-1]["content"]
@@ -59,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--qa", type=Path, required=True, help="the questions it asked (JSONL)")
     parser.add_argument("--docs", type=Path, required=True, help="the documents folder it indexed")
     parser.add_argument("--data", type=Path, help="data folder whose eval-cache holds the embeddings (default: beside --docs)")
+    parser.add_argument("--no-judge", action="store_true", help="no real model for the second judge (it then always says yes)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
 
@@ -66,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     texts = recorded_texts(run)
     items = load_qa(args.qa)
     settings = load_settings(overrides={"docs_dir": args.docs, "db_dir": args.data or args.docs.parent / "data"})
-    with answering_system(settings, args.docs, Recorded(texts, run.get("answer_model", "recorded"))) as (rag, _, _):
+    judge = None if args.no_judge else make_llm_backend(settings)
+    with answering_system(settings, args.docs, Recorded(texts, run.get("answer_model", "recorded"), judge)) as (rag, _, _):
         result = score_answers(rag, [i for i in items if is_answerable(i)], [i for i in items if not is_answerable(i)], 5)
     rows = result["answer_items"]
     answerable = [r for r in rows if r["answerable"]]

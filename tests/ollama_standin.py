@@ -53,6 +53,8 @@ class OllamaStandin:
     drop_after: if set, send that many pieces, then cut the connection without finishing.
     piece_delay_s: seconds to wait before each piece, to play a slow model (an answer that
     takes a known while, for tests of what happens meanwhile).
+    formatted: the reply to a request that names a `format` (a JSON schema: docqa's yes-or-no
+    judge); the same `pieces` when not given.
     """
 
     def __init__(
@@ -62,12 +64,14 @@ class OllamaStandin:
         drop_after: int | None = None,
         dimension: int = 768,
         piece_delay_s: float = 0.0,
+        formatted: list[str] | None = None,
     ) -> None:
         self.models = ["llama3.2:latest", "nomic-embed-text:latest"] if models is None else list(models)
         self.dimension = dimension
         self.pieces = ["Paris", " is the capital", " of France [1]."] if pieces is None else list(pieces)
         self.drop_after = drop_after
         self.piece_delay_s = piece_delay_s
+        self.formatted = formatted
         self.requests: list[dict[str, Any]] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
@@ -147,17 +151,18 @@ def _handler_for(standin: OllamaStandin) -> type[BaseHTTPRequestHandler]:
                     "prompt_eval_count": sum(len(t.split()) for t in texts),
                 })
             elif body.get("stream", True):
-                self._stream_chat(body["model"])
+                formatted = body.get("format") and standin.formatted is not None
+                self._stream_chat(body["model"], standin.formatted if formatted else standin.pieces)
             else:
                 message = {"role": "assistant", "content": "".join(standin.pieces)}
                 self._send_json(200, {**self._chunk(body["model"], message), **self._final_fields()})
 
-        def _stream_chat(self, model: str) -> None:
+        def _stream_chat(self, model: str, pieces: list[str]) -> None:
             self.send_response(200)
             self.send_header("Content-Type", "application/x-ndjson")
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            for sent, piece in enumerate(standin.pieces):
+            for sent, piece in enumerate(pieces):
                 if standin.drop_after is not None and sent >= standin.drop_after:
                     self._drop()
                     return

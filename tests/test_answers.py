@@ -68,10 +68,11 @@ def test_the_same_question_gets_the_same_answer(shipped):
 
 
 def ollama_rag(
-    tmp_path: Path, embedder, pieces: list[str], files: dict[str, str] | None = None, shipped: bool = False, **overrides: Any
+    tmp_path: Path, embedder, pieces: list[str], files: dict[str, str] | None = None, shipped: bool = False,
+    formatted: list[str] | None = None, **overrides: Any
 ):
     """A RAGSystem answering through the Ollama stand-in, over the shipped documents (when `shipped`
-    or no `files`) and `files` (name: text)."""
+    or no `files`) and `files` (name: text); `formatted` is its reply to the yes-or-no judge."""
     home = tmp_path
     if files is None or shipped:
         shutil.copytree(ROOT / "documents", home / "documents")
@@ -79,7 +80,7 @@ def ollama_rag(
         (home / "documents").mkdir()
     for name, text in (files or {}).items():
         (home / "documents" / name).write_text(text)
-    server = OllamaStandin(pieces=pieces).__enter__()
+    server = OllamaStandin(pieces=pieces, formatted=formatted).__enter__()
     settings = module_settings(home, llm_backend="ollama", ollama_host=server.url, **overrides)
     rag = rag_with(settings, embedder)
     rag.index()
@@ -121,6 +122,29 @@ def test_ollama_answers_get_the_same_quotes_and_checks(tmp_path, embedder, piece
         assert answer.set_aside == f"The default chunk size is 1024 bytes [{cited}]."
         assert "1024" in (answer.notice or "") and "1024" not in answer.text
         assert "1000" in answer.text, "the quotes stand as the answer"
+
+
+@pytest.mark.parametrize("judged, refused", [(['"no"'], True), (['"yes"'], False), (["maybe"], False), ([], False)])
+def test_a_set_aside_answer_is_refused_when_the_model_judges_its_quotes_do_not_answer(tmp_path, embedder, judged, refused):
+    """The second judge: once the checks set the model's answer aside, the model is asked (a yes-or-no
+    schema) whether the quotes answer the question. "no" turns the reply into a refusal that shows the
+    quotes as the nearest sentences; "yes", or a reply that is neither (malformed, empty), leaves the
+    quotes standing as the answer."""
+    rag, server = ollama_rag(tmp_path, embedder, ["The default chunk size is ", "1024 bytes [2]."], formatted=judged)
+    try:
+        answer = rag.ask("What is the default chunk size?")
+    finally:
+        rag.close()
+        server.__exit__(None, None, None)
+    judge = [r for r in server.chat_requests if r.get("format")]
+    assert len(judge) == 1 and judge[0]["format"] == {"type": "string", "enum": ["yes", "no"]}
+    assert "What is the default chunk size?" in judge[0]["messages"][-1]["content"]
+    assert "1000" in answer.text and "1024" not in answer.text, "the quotes are shown either way, the wrong number not"
+    if refused:
+        assert answer.refused and is_refusal(answer.text) and answer.set_aside is None
+        assert answer.relevance["quotes_answer"] == 0.0
+    else:
+        assert not answer.refused and answer.set_aside is not None and "1024" in (answer.notice or "")
 
 
 def test_a_looping_model_is_cut_and_set_aside(tmp_path, embedder):

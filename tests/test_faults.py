@@ -110,7 +110,7 @@ def test_the_llm_backend_handed_in_answers_and_is_kept_after_a_failure(make_sett
         def __init__(self) -> None:
             self.replies: list = [GenerationError("the model stopped"), "Bees dance to share where flowers are [1]."]
 
-        def stream(self, messages, max_tokens=None):
+        def stream(self, messages, max_tokens=None, schema=None):
             reply = self.replies.pop(0)
             if isinstance(reply, Exception):
                 raise reply

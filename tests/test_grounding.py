@@ -21,6 +21,7 @@ from config import load_settings
 from conftest import THINKPYTHON_PDF, THINKPYTHON_QA, module_settings, rag_with, require
 from doc_types import Chunk
 from grounding import PassageSentences, assess_relevance, check_grounding, corrected_citations, split_sentences
+from keyword_index import KeywordIndex
 from llm_handler import REFUSAL, LLMBackend
 from rag_system import Answer
 from retriever import Passage
@@ -242,7 +243,7 @@ class WritesByNumber(LLMBackend):
     def __init__(self, write: Callable[[dict[str, str]], list[str]]) -> None:
         self.write = write
 
-    def stream(self, messages: Any, max_tokens: int | None = None) -> Iterator[str]:
+    def stream(self, messages: Any, max_tokens: int | None = None, schema: Any = None) -> Iterator[str]:
         numbers = {name: n for n, name in re.findall(r"^\[(\d+)\] \(([\w-]+)\.md", messages[-1]["content"], re.MULTILINE)}
         yield from self.write(numbers)
 
@@ -324,3 +325,31 @@ def test_ask_re_cites_a_quotation_to_the_passage_that_holds_it(make_settings: An
     answer = ask_stand_in(make_settings, embedder, files, write, "What happens to a file that is larger than the size limit?")
     assert POINTER.format(n=number_of(answer, "settings")) in answer.text, answer.text
     assert not answer.set_aside and not answer.unsupported, (answer.set_aside, answer.unsupported)
+
+
+def test_a_claim_missing_its_one_rare_word_is_unsupported_when_words_weigh_by_idf(
+    sentences: PassageSentences, embedder: Any, tmp_path: Any
+) -> None:
+    """With the keyword index's idf, an answer sentence's overlap weighs each word by how few chunks hold
+    it: a claim whose only word the cited passage lacks is the rare one that makes it ("encrypted" in a
+    corpus where one other chunk says it) is short of its substance; counted one word each, 3 of 4 words
+    pass. A claim whose words the passage holds is supported either way."""
+    filler = [
+        "Tuples are immutable sequences, so a tuple of values cannot change.",
+        "A sequence of tuples can be sorted; tuples compare element by element.",
+        "Lists are mutable sequences; tuples are immutable sequences.",
+        "The archive stores its members encrypted with a password.",
+    ]
+    keywords = KeywordIndex(tmp_path)
+    texts = [TUPLES, DICTIONARIES, *filler]
+    keywords.add_chunks([Chunk(id=f"c{i}", text=t, source="book.md", title="book", chunk_index=i) for i, t in enumerate(texts)])
+    rare_claim = "Tuples are immutable sequences that are encrypted [1]."
+    held_claim = "The important difference is that tuples are immutable [1]."
+
+    plain = check_grounding(rare_claim, sentences, embedder, SETTINGS)
+    weighed = check_grounding(rare_claim, sentences, embedder, SETTINGS, idf=keywords.idf)
+    held = check_grounding(held_claim, sentences, embedder, SETTINGS, idf=keywords.idf)
+
+    assert plain.unsupported == [], "3 of 4 words held: supported when every word counts one"
+    assert weighed.unsupported == [rare_claim] and weighed.checked[0].overlap < plain.checked[0].overlap
+    assert held.unsupported == []

@@ -29,6 +29,7 @@ from llm_handler import (
     answering_model,
     build_messages,
     make_llm_backend,
+    quotes_answer_messages,
 )
 from ollama_standin import OllamaStandin
 
@@ -294,6 +295,25 @@ def test_backend_streams_text_pieces_and_completes_with_text(any_backend: LLMBac
 
 
 # --- The real embedded model --------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_default_model_judges_whether_excerpts_answer_a_question() -> None:
+    """yes_probability reads the model's next-token odds of "yes" against "no" (rag_system's second
+    judge): high for an excerpt that answers, far lower for one about something else, either way round."""
+    temperature, warranty = (text for _, text in PASSAGES)
+    other = "How long is the Zorblax 3000's warranty?"
+    with LlamaCppBackend(llm_settings()) as qwen:
+        asked = {
+            (QUESTION, temperature): qwen.yes_probability(quotes_answer_messages(QUESTION, [temperature])),
+            (QUESTION, warranty): qwen.yes_probability(quotes_answer_messages(QUESTION, [warranty])),
+            (other, warranty): qwen.yes_probability(quotes_answer_messages(other, [warranty])),
+            (other, temperature): qwen.yes_probability(quotes_answer_messages(other, [temperature])),
+        }
+    assert all(0.0 <= p <= 1.0 for p in asked.values())
+    assert asked[QUESTION, temperature] > 0.9 and asked[other, warranty] > 0.9
+    assert asked[QUESTION, warranty] < 0.6 and asked[other, temperature] < 0.6
+    assert asked[QUESTION, temperature] - asked[QUESTION, warranty] > 0.3
 
 
 @pytest.mark.slow

@@ -25,7 +25,7 @@ class CitingStandIn(LLMBackend):
 
     name = "stand-in"
 
-    def stream(self, messages, max_tokens=None):
+    def stream(self, messages, max_tokens=None, schema=None):
         yield "The documents explain this in the first passage [1]."
 
 

@@ -101,7 +101,7 @@ class CitesFileByNumber(LLMBackend):
     def __init__(self, cited: str) -> None:
         self.cited = cited
 
-    def stream(self, messages: Any, max_tokens: int | None = None) -> Iterator[str]:
+    def stream(self, messages: Any, max_tokens: int | None = None, schema: Any = None) -> Iterator[str]:
         numbers = dict(re.findall(r"^\[(\d+)\] \(([\w.-]+)", messages[-1]["content"], re.MULTILINE))
         number = next(n for n, name in numbers.items() if name.startswith(self.cited))
         yield f"See the notes on gardening [{number}] and also [1]."

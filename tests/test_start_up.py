@@ -74,7 +74,7 @@ class HeldModel(LLMBackend):
         self.hold.set()
         self.streaming = threading.Event()
 
-    def stream(self, messages, max_tokens=None) -> Iterator[str]:
+    def stream(self, messages, max_tokens=None, schema=None) -> Iterator[str]:
         yield "The survey team measured "
         self.streaming.set()
         self.hold.wait(60)
