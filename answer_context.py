@@ -197,15 +197,48 @@ def select_quotes(
     return picked
 
 
+LIST_ITEM = re.compile(r"\s*(?:[-*•+]|\d{1,2}[.)])\s")
+"""A sentence that is a list item ("- TRANS_NONBLOCKING", "2. Open the file"): split_sentences starts one at each."""
+MAX_LIST_ITEMS = 12
+MAX_ITEM_GAP = 4
+"""Sentences of an item's own text ("This option controls the blocking mode …") between two items of one list."""
+
+
+def list_items(texts: Sequence[str], i: int) -> list[int]:
+    """The other items of the list that sentence `i` is an item of, or introduces (it ends with ":").
+
+    A list answer needs every item, but the question matches one line best ("Which options can be
+    set?": the first option's), so the context, cut to the best sentences and their neighbours, kept
+    one item and the user got one of two options. Items are found on both sides of an item (after an
+    introduction only), across an item's own sentences, never past a heading."""
+    def is_item(j: int) -> bool:
+        return bool(LIST_ITEM.match(texts[j]))
+
+    introduces = texts[i].rstrip().endswith(":")
+    if not (introduces or is_item(i)):
+        return []
+    found: list[int] = []
+    for step in (1,) if introduces and not is_item(i) else (1, -1):
+        j, gap = i + step, 0
+        while 0 <= j < len(texts) and len(found) < MAX_LIST_ITEMS and gap <= MAX_ITEM_GAP and not texts[j].lstrip().startswith("#"):
+            gap = 0 if is_item(j) else gap + 1
+            if gap == 0:
+                found.append(j)
+            j += step
+    return sorted(found)
+
+
 def compact_passages(
-    passages: Sequence[str], sentences: PassageSentences, scores: Sequence[np.ndarray], budget_tokens: int, neighbours: int = 1
+    passages: Sequence[str], sentences: PassageSentences, scores: Sequence[np.ndarray], budget_tokens: int, neighbours: int = 1,
+    lists: bool = True,
 ) -> list[str]:
     """Each passage cut to its sentences that bear on the question, with their neighbours, in the passage's order.
 
     Sentences are taken best first across all passages, each with the sentences around it
     (a single sentence's score is noisy: the one that answers often sits next to the one
     that matches the question best), a table row with its header row first (its values mean
-    nothing without their column names), until the budget is spent. A passage whose every
+    nothing without their column names), then the other items of a list it is in or introduces
+    (`list_items`), until the budget is spent. A passage whose every
     sentence was taken is kept whole; one that got none is left empty (the caller drops it
     and keeps the numbering).
     """
@@ -215,7 +248,8 @@ def compact_passages(
     used = 0
     for _, n, i in ranked:
         texts = sentences.texts[n]
-        for j in [i] + header_rows(texts, i) + [i + d for r in range(1, neighbours + 1) for d in (-r, r)]:
+        around = [i + d for r in range(1, neighbours + 1) for d in (-r, r)]
+        for j in [i, *header_rows(texts, i), *around, *(list_items(texts, i) if lists else [])]:
             if 0 <= j < len(texts) and j not in keep[n]:
                 cost = len(texts[j]) + 1
                 if used + cost <= budget or not used:

@@ -217,6 +217,9 @@ class Settings:
     llamacpp_model_path: str = _setting(
         "", "Any GGUF file for the embedded model; overrides LLAMACPP_MODEL."
     )
+    context_lists: bool = _setting(
+        True, "A list item or introduction kept in the model's context brings the list's other items (answer_context.list_items)."
+    )
     context_token_budget: int = _setting(
         300,
         "Most passage tokens (about 4 characters each) sent to the model: from each passage the sentences "

@@ -37,7 +37,9 @@ class FreeAnswer:
         """What the model reads of each passage: the sentences that bear on the question (answer_context.py), numbers kept."""
         texts = [p.text for p in passages]
         if checks and self.settings.context_token_budget > 0:
-            texts = compact_passages(texts, checks.sentences, checks.scores, self.settings.context_token_budget)
+            texts = compact_passages(
+                texts, checks.sentences, checks.scores, self.settings.context_token_budget, lists=self.settings.context_lists
+            )
         return texts
 
     def messages(self, question: str, passages: list[Passage], texts: list[str], history: list[dict[str, str]]) -> list[dict[str, str]]:

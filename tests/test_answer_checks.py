@@ -406,3 +406,37 @@ def test_the_row_a_question_names_by_its_first_cell_is_the_quote(embedder):
     for key, name in ((11, "Ash"), (4, "Sage"), (9, "Oak")):
         quotes = _quotes(embedder, f"What is the codename of release {key}?", [table])
         assert quotes and quotes[0].text.startswith(f"| {key} | {name} |"), (key, quotes[:1])
+
+
+TOOL_GUIDE = (
+    "# Installing the tool\n\n"
+    "Download the archive from the project page and unpack it in your home folder. "
+    "The archive holds the program, its manual and a sample configuration. "
+    "Read the manual before the first run.\n\n"
+    "# Output formats\n\n"
+    "The tool can write its report in these formats:\n\n"
+    "- Plain text, one finding per line\n"
+    "- JSON, for other programs to read\n"
+    "- HTML, with a table of the findings\n"
+    "- CSV, for spreadsheets\n\n"
+    "# Running it every night\n\n"
+    "Add a cron entry that runs the tool at midnight. The report goes to the folder named in the configuration. "
+    "Old reports are kept for a week and then deleted."
+)
+
+
+@pytest.mark.parametrize("lists", [True, False])
+def test_a_list_kept_in_the_context_brings_all_its_items(embedder, lists):
+    """A list answer needs every item, but a question matches one line best: cut to its best sentences
+    and their neighbours, the context kept the first items only. With the list's items (the default),
+    every format is in the context; without, a small budget leaves some out."""
+    question = "Which output formats can the tool write its report in?"
+    sentences = PassageSentences.embed(embedder, [TOOL_GUIDE])
+    scores = sentence_scores(sentences, np.asarray(embedder.embed_query(question), dtype=np.float32), question)
+    compact = compact_passages([TOOL_GUIDE], sentences, scores, budget_tokens=50, lists=lists)[0]
+    formats = ["Plain text", "JSON", "HTML", "CSV"]
+    if lists:
+        assert all(f in compact for f in formats), compact
+        assert "cron" not in compact and "Download" not in compact, "the budget still holds"
+    else:
+        assert not all(f in compact for f in formats), compact
