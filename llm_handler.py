@@ -99,7 +99,11 @@ YES_NO: Schema = {"type": "string", "enum": ["yes", "no"]}
 
 
 def quotes_answer_messages(question: str, quotes: list[str]) -> list[Message]:
-    """Ask whether the quoted sentences answer `question`: the model as a second judge (rag_system.py)."""
+    """Ask whether the quoted sentences answer `question`: the model as a second judge (rag_system.py).
+
+    No system message (the model's own default): with docqa's answering instructions as the system
+    message, the prefix llama.cpp caches would be shared with the next answer, but on the tune half
+    the judgement separated worse (docs/answer-results.md)."""
     excerpts = "\n".join(f"[{n}] {' '.join(_defuse(q).split())}" for n, q in enumerate(quotes, start=1))
     return [
         {
@@ -352,22 +356,25 @@ class LlamaCppBackend(LLMBackend):
         return self._llm
 
     def yes_probability(self, messages: list[Message]) -> float:
-        """p(yes) / (p(yes) + p(no)) over the model's first token, read from its logits (one forward pass)."""
-        from llama_cpp import llama_chat_format, llama_get_logits_ith  # optional, as in _model
+        """p(yes) / (p(yes) + p(no)) over the model's first token, read from its logits as it is sampled
+        (one forward pass over what the cached prefix does not already hold)."""
+        seen: list[np.ndarray] = []
 
+        def keep_logits(_ids: Any, logits: np.ndarray) -> np.ndarray:
+            seen.append(np.array(logits, dtype=np.float64))
+            return logits
 
         with self._lock:
             llm = self._model()
-            eos, bos = llm.token_eos(), llm.token_bos()
-            formatter = llama_chat_format.Jinja2ChatFormatter(
-                template=llm.metadata["tokenizer.chat_template"], eos_token=llm.detokenize([eos], special=True).decode(),
-                bos_token=llm.detokenize([bos], special=True).decode() if bos >= 0 else "", stop_token_ids=[eos],
-            )
-            prompt = formatter(messages=messages).prompt  # type: ignore[arg-type]
-            llm.reset()
-            llm.eval(llm.tokenize(prompt.encode(), add_bos=False, special=True))
-            logits = np.ctypeslib.as_array(llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),)).astype(np.float64)
-            chance = np.exp(logits - logits.max())
+            try:
+                llm.create_chat_completion(
+                    messages=messages, max_tokens=1, temperature=0.0, logits_processor=[keep_logits]  # type: ignore[arg-type,list-item]
+                )
+            except (ValueError, RuntimeError) as exc:
+                raise GenerationError(f"llama.cpp failed to judge: {exc} — raise LLAMACPP_CONTEXT") from exc
+            if not seen:
+                return 0.5
+            chance = np.exp(seen[0] - seen[0].max())
 
             def first_tokens(words: tuple[str, ...]) -> set[int]:
                 return {llm.tokenize(w.encode(), add_bos=False, special=False)[0] for w in words}
