@@ -122,13 +122,16 @@ class Place:
     file: str
     pages: frozenset[int]
     text: str
+    name: str = ""
+    """The file as the label spells it, for the user (`file` is lower case, for matching)."""
 
     @classmethod
     def of(cls, label: str, text: str = "") -> Place:
         source, _, location = label.partition(", ")
         pages = _PAGE_NAMED.match(location.strip())
         span = _page_span(int(pages.group(1)), int(pages.group(2) or pages.group(1))) if pages else set()
-        return cls(source.rsplit("/", 1)[-1].lower(), frozenset(span), text)
+        name = source.rsplit("/", 1)[-1]
+        return cls(name.lower(), frozenset(span), text, name)
 
 
 def _pages_named(text: str) -> list[tuple[int, int]]:
@@ -151,7 +154,7 @@ def place_mismatches(sentence: str, places: Sequence[Place], question: str = "")
     if named:
         fitting = [n for n in pool if places[n - 1].file in named]
         if not fitting:
-            return [f"{_cited(pool)} not from {sorted(named)[0]}"]  # cited: with every passage in the pool, one fits
+            return [f"it names {sorted(named)[0]}, but {_cited(pool, places)}"]  # cited: with every passage in the pool, one fits
         pool = fitting
     spoken = " ".join([question, *(places[n - 1].text for n in pool)])
     said = {page for low, high in _pages_named(spoken) for page in _page_span(low, high)}
@@ -159,12 +162,22 @@ def place_mismatches(sentence: str, places: Sequence[Place], question: str = "")
     for low, high in _pages_named(plain):
         wanted = _page_span(low, high)
         if not wanted & said and not any(wanted & places[n - 1].pages for n in pool):
-            problems.append(f"{_cited(pool)} not on page {low}" if cited else f"no passage is on page {low}")
+            problems.append(f"it names page {low}, but {_cited(pool, places)}" if cited else f"no passage is on page {low}")
     return problems
 
 
-def _cited(numbers: Sequence[int]) -> str:
-    return f"passage [{numbers[0]}] is" if len(numbers) == 1 else f"passages {''.join(f'[{n}]' for n in numbers)} are"
+def _cited(numbers: Sequence[int], places: Sequence[Place]) -> str:
+    """Where the cited passages come from, by file and page: the numbers the model cited are the prompt's,
+    which the source list under the answer renumbers, so a notice naming "[1]" would point at another card."""
+    where = sorted({f"{p.name or p.file}{_page_words(p.pages)}" for p in (places[n - 1] for n in numbers)})
+    return f"the passage it cites is from {where[0]}" if len(where) == 1 else f"the passages it cites are from {'; '.join(where)}"
+
+
+def _page_words(pages: frozenset[int]) -> str:
+    if not pages:
+        return ""
+    low, high = min(pages), max(pages)
+    return f", page {low}" if low == high else f", pages {low}-{high}"
 
 
 def check_claims(sentences: Sequence[str], passages: str, question: str = "", places: Sequence[Place] = ()) -> list[Disagreement]:

@@ -128,7 +128,7 @@ class Handlers:
             for answer in answers:
                 if session.stop_requested or number != session.chat_number:
                     break
-                last = answer
+                last = session.last_answer = answer
                 session.show(answer_message(answer))
                 if answer.done:
                     session.finish(number, self.rag.history_after(history, answer))
@@ -164,9 +164,15 @@ class Handlers:
         }
 
     def stop(self, session: ChatSession) -> Update:
-        """End the answer being written; the questions waiting after it are answered next."""
-        session.stop()
-        return {self.page.ask.stop: gr.update(visible=False)}
+        """End the answer being written; the questions waiting after it are answered next.
+
+        The sources line says so at once: the answer's own loop sees the request only when the model
+        gives its next piece, which can be seconds away while llama.cpp reads the prompt."""
+        a = self.page.ask
+        update: Update = {a.stop: gr.update(visible=False)}
+        if session.stop() and session.last_answer is not None:
+            update[a.sources] = sources_html(session.last_answer, note=STOPPED_SOURCES)
+        return update
 
     def new_chat(self, session: ChatSession) -> Update:
         p, a = self.page, self.page.ask

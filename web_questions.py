@@ -49,6 +49,8 @@ class ChatSession:
         self.stop_requested = False
         self.chat_number = 0
         """Raised by New chat: an answer begun before it is not added to the new chat."""
+        self.last_answer: Any = None
+        """The answer being written, as last shown (its sources, for Stop to relabel at once)."""
 
     def __deepcopy__(self, memo: dict[int, Any]) -> ChatSession:
         """Gradio copies a State's first value for each page: each page gets a new, empty one."""
@@ -75,7 +77,7 @@ class ChatSession:
                 self.current = []
                 return None
             question = self.pending.popleft()
-            self.current = [question.shown]
+            self.current, self.last_answer = [question.shown], None
             return question
 
     def show(self, answer: Message) -> None:

@@ -57,7 +57,7 @@ def wire_ask(page: Page, handlers: Handlers) -> None:
             handlers.answer_all, [page.session], answering, api_visibility="private", concurrency_limit=None,
             trigger_mode="multiple",
         )
-    a.stop.click(handlers.stop, [page.session], [a.stop], api_visibility="private", queue=False)
+    a.stop.click(handlers.stop, [page.session], [a.stop, a.sources], api_visibility="private", queue=False)
     cleared = [a.chat, a.sources, a.box, a.copy_text, a.stop, a.page_pick, a.page_view, page.targets]
     a.clear.click(handlers.new_chat, [page.session], cleared, api_visibility="private", queue=False)
     # The chat's own trash button empties the chat; forget the conversation with it.

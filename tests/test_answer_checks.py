@@ -135,10 +135,14 @@ def test_a_sentence_naming_a_page_or_file_its_passage_is_not_on_is_set_aside():
     claim = "STAT1 serine phosphorylation is required for maximal activation of transcription [1]."
     wrong_page = f"{claim} It is stated in passage [1] on page 4, along with the IFN-gamma figures [1]."
     verdict = judge(wrong_page, None, passages, question, labels=PLACES)
-    assert not verdict.shown and verdict.reason.endswith("passage [1] is not on page 4")
+    assert not verdict.shown and verdict.reason.endswith(
+        "it names page 4, but the passage it cites is from Maximal activation of transcription by stat1.txt"
+    ), "named by its place: the source list renumbers the prompt's [1]"
     wrong_file = f"{claim} As the docqa-configuration.docx file shows, maximal activation needs it [1]."
     verdict = judge(wrong_file, None, passages, question, labels=PLACES)
-    assert not verdict.shown and verdict.reason.endswith("passage [1] is not from docqa-configuration.docx")
+    assert not verdict.shown and verdict.reason.endswith(
+        "it names docqa-configuration.docx, but the passage it cites is from Maximal activation of transcription by stat1.txt"
+    )
     assert judge(f"{claim} As page 4 of docqa-user-guide.pdf says, make run starts it [3].", None, passages, question, labels=PLACES).shown
     assert not judge(f"{claim} As page 7 of the guide says, make run starts it.", None, passages, question, labels=PLACES).shown
     assert judge(claim, None, passages, "What does page 7 say?", labels=PLACES).shown, "no page named, nothing to check"
