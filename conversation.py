@@ -31,6 +31,7 @@ from common_words import common_words, is_common
 from config import Settings
 from grounding import content_terms
 from keyword_index import exact_terms
+from name_search import named_identifiers
 
 log = logging.getLogger(__name__)
 
@@ -119,9 +120,12 @@ def _points_nowhere(question: str, pointer: re.Match[str]) -> bool:
 
 
 def _names_before(question: str, at: int) -> bool:
-    """Whether the question gives an exact name (`TOP_K`, `//`, `--reindex`) before `at`: "what is TOP_K
-    set to if I don't change it" says what "it" is, and is no follow-up."""
-    return bool(exact_terms(question[:at]))
+    """Whether the question gives an exact name (`TOP_K`, `//`, `--reindex`, `_.memoize`, `str.split()`)
+    before `at`: "what is TOP_K set to if I don't change it" says what "it" is, and is no follow-up
+    (seen in the browser: "Which key does _.memoize use for its cache?" searched with the previous
+    question's words added)."""
+    before = question[:at]
+    return bool(exact_terms(before)) or (len(before.split()) > 1 and bool(named_identifiers(before)))
 
 
 def key_terms(question: str) -> list[str]:

@@ -149,6 +149,10 @@ def test_a_pronoun_after_a_name_the_question_gives_points_inside_the_question() 
     assert not looks_like_follow_up("what is TOP_K set to if I don't change it", HISTORY)
     assert not looks_like_follow_up("what does // do when I give it floats?", HISTORY)
     assert looks_like_follow_up("how do I raise it above CHUNK_SIZE?", HISTORY), "the pronoun comes first: it points back"
+    for dotted in ["What does str.split return when its separator is missing?", "Which key does json.dumps sort by if I ask it to?",
+                   "How does os.path.join() treat its absolute arguments?"]:
+        assert not looks_like_follow_up(dotted, HISTORY), "a dotted name is a name too: " + dotted
+    assert looks_like_follow_up("Is it faster?", HISTORY) and looks_like_follow_up("What does it return?", HISTORY)
 
 
 def test_there_as_in_is_there_points_at_nothing_earlier() -> None:
@@ -533,5 +537,5 @@ def test_eval_in_chat_asks_each_question_after_the_ones_before_it(ollama_rag: An
 
     assert [row["searched_as"] for row in alone] == [None, None]
     assert in_chat[0]["searched_as"] is None and "tuple" in (in_chat[1]["searched_as"] or "").lower()
-    answer_request = ollama.chat_requests[-1]["messages"]
+    answer_request = [r for r in ollama.chat_requests if not r.get("format")][-1]["messages"]  # not the yes-or-no judge
     assert [m["role"] for m in answer_request] == ["system", "user", "assistant", "user"], "the follow-up is asked after the first turn"
