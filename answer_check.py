@@ -122,16 +122,15 @@ class Place:
     file: str
     pages: frozenset[int]
     text: str
-    name: str = ""
-    """The file as the label spells it, for the user (`file` is lower case, for matching)."""
+    label: str = ""
+    """The place as the prompt and the source cards name it, for the user (`file` is lower case, for matching)."""
 
     @classmethod
     def of(cls, label: str, text: str = "") -> Place:
         source, _, location = label.partition(", ")
         pages = _PAGE_NAMED.match(location.strip())
         span = _page_span(int(pages.group(1)), int(pages.group(2) or pages.group(1))) if pages else set()
-        name = source.rsplit("/", 1)[-1]
-        return cls(name.lower(), frozenset(span), text, name)
+        return cls(source.rsplit("/", 1)[-1].lower(), frozenset(span), text, label)
 
 
 def _pages_named(text: str) -> list[tuple[int, int]]:
@@ -167,17 +166,10 @@ def place_mismatches(sentence: str, places: Sequence[Place], question: str = "")
 
 
 def _cited(numbers: Sequence[int], places: Sequence[Place]) -> str:
-    """Where the cited passages come from, by file and page: the numbers the model cited are the prompt's,
+    """Where the cited passages come from, by their labels: the numbers the model cited are the prompt's,
     which the source list under the answer renumbers, so a notice naming "[1]" would point at another card."""
-    where = sorted({f"{p.name or p.file}{_page_words(p.pages)}" for p in (places[n - 1] for n in numbers)})
+    where = sorted({places[n - 1].label or places[n - 1].file for n in numbers})
     return f"the passage it cites is from {where[0]}" if len(where) == 1 else f"the passages it cites are from {'; '.join(where)}"
-
-
-def _page_words(pages: frozenset[int]) -> str:
-    if not pages:
-        return ""
-    low, high = min(pages), max(pages)
-    return f", page {low}" if low == high else f", pages {low}-{high}"
 
 
 def check_claims(sentences: Sequence[str], passages: str, question: str = "", places: Sequence[Place] = ()) -> list[Disagreement]:

@@ -13,12 +13,22 @@ its checks.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from grounding import TABLE_RULE, PassageSentences, content_terms, header_rows, sentence_spans, table_cells
+from grounding import (
+    LIST_ITEM,
+    TABLE_RULE,
+    Idf,
+    PassageSentences,
+    content_terms,
+    header_rows,
+    sentence_spans,
+    table_cells,
+    term_weights,
+)
 from name_search import asked_identifiers, defines_in_table
 
 OVERLAP_WEIGHT = 0.15
@@ -41,8 +51,6 @@ ranks the passage that answers first more often than a sentence's similarity alo
 (quotes holding the answer, Think Python dev 0.44 -> 0.53, shipped documents 0.58 -> 0.62)."""
 
 
-Idf = Callable[[Iterable[str]], dict[str, float]]
-"""KeywordIndex.idf: each word's inverse document frequency over the indexed chunks."""
 
 
 @dataclass
@@ -63,7 +71,7 @@ def sentence_scores(
     down the retrieved list. With `idf` (the keyword index's), the share weighs each word by how
     few chunks hold it, as BM25 does."""
     asked = content_terms(question)
-    weights = _term_weights(asked, idf)
+    weights = term_weights(asked, idf)
     total = sum(weights.values())
     names = asked_identifiers(question)  # a name only mentioned beside the question gets no bonus
     out = []
@@ -100,17 +108,6 @@ def _names_given(names: set[str]) -> int:
     "| CHUNK_OVERLAP | 200 | …", whose whole-bonus lifted it over "CHUNK_OVERLAP must be at least 0
     and smaller than CHUNK_SIZE", the answer, which names both."""
     return sum(not any(other != name and other.endswith(name) for other in names) for name in names) or 1
-
-
-def _term_weights(asked: set[str], idf: Idf | None) -> dict[str, float]:
-    """Each asked word's weight in the overlap: its idf, so that words every chunk holds (the product's
-    name in its own manual, "questions" in a FAQ) count for little beside the one that names the
-    subject; a word no chunk holds gets the highest weight (no sentence has it either). Without idf, 1 each."""
-    if idf is None or not asked:
-        return dict.fromkeys(asked, 1.0)
-    known = idf(asked)
-    top = max(known.values(), default=1.0)
-    return {w: known.get(w, top) for w in asked}
 
 
 def _under_headings(texts: Sequence[str], sims: np.ndarray) -> np.ndarray:
@@ -197,8 +194,6 @@ def select_quotes(
     return picked
 
 
-LIST_ITEM = re.compile(r"\s*(?:[-*•+]|\d{1,2}[.)])\s")
-"""A sentence that is a list item ("- TRANS_NONBLOCKING", "2. Open the file"): split_sentences starts one at each."""
 MAX_LIST_ITEMS = 12
 MAX_ITEM_GAP = 4
 """Sentences of an item's own text ("This option controls the blocking mode …") between two items of one list."""

@@ -35,7 +35,10 @@ _ABBREVIATIONS = ("e.g.", "i.e.", "cf.", "vs.", "viz.", "fig.", "Fig.", "Mr.", "
 _SENTENCE_END = re.compile(
     "".join(rf"(?<!\b{re.escape(a)})" for a in _ABBREVIATIONS) + r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9`])"
 )
-_BLOCK_BREAK = re.compile(r"\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)]|#+)\s)")
+_ITEM_MARK = r"(?:[-*•]|\d+[.)])"
+_BLOCK_BREAK = re.compile(rf"\n\s*\n|\n(?=\s*(?:{_ITEM_MARK}|#+)\s)")
+LIST_ITEM = re.compile(rf"\s*{_ITEM_MARK}\s")
+"""A sentence that is a list item ("- TRANS_NONBLOCKING", "2. Open the file"): split_sentences starts one at each."""
 MIN_SENTENCE_WORDS = 4
 """Shorter answer fragments ("Yes.", "[1]") carry no claim worth checking."""
 MAX_SENTENCE_CHARS = 400
@@ -289,7 +292,7 @@ def check_grounding(
     settings: Settings,
     question_vector: np.ndarray | None = None,
     skip: Sequence[str] = (),
-    idf: Callable[[Iterable[str]], dict[str, float]] | None = None,
+    idf: Idf | None = None,
 ) -> Grounding:
     """Judge each claim of `answer` against the passages it cites; collect highlights.
 
@@ -335,15 +338,25 @@ def check_grounding(
     return result
 
 
-def _weighted_share(terms: set[str], known: set[str], idf: Callable[[Iterable[str]], dict[str, float]] | None) -> float:
-    """The share of `terms` that `known` holds, each term weighed by its idf (1 each without one;
-    a term no chunk holds weighs as much as the rarest one that some chunk does)."""
-    if not terms:
-        return 0.0
-    weights = idf(terms) if idf is not None else {}
-    top = max(weights.values(), default=1.0)
-    weight = {t: weights.get(t, top) for t in terms}
-    return sum(weight[t] for t in terms & known) / sum(weight.values())
+Idf = Callable[[Iterable[str]], dict[str, float]]
+"""KeywordIndex.idf: each word's inverse document frequency over the indexed chunks."""
+
+
+def term_weights(terms: set[str], idf: Idf | None) -> dict[str, float]:
+    """Each word's weight in an overlap: its idf, so that words every chunk holds (the product's name
+    in its own manual, "questions" in a FAQ) count for little beside the one that names the subject;
+    a word no chunk holds gets the highest weight. Without idf, 1 each."""
+    if idf is None or not terms:
+        return dict.fromkeys(terms, 1.0)
+    known = idf(terms)
+    top = max(known.values(), default=1.0)
+    return {w: known.get(w, top) for w in terms}
+
+
+def _weighted_share(terms: set[str], known: set[str], idf: Idf | None) -> float:
+    """The share of `terms` that `known` holds, each term weighed by `term_weights`."""
+    weight = term_weights(terms, idf)
+    return sum(weight[t] for t in terms & known) / sum(weight.values()) if terms else 0.0
 
 
 def _better_source(

@@ -10,6 +10,7 @@ Every failure is raised as `BackendUnavailable` or `GenerationError` with the fi
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.util
 import logging
 import os
@@ -375,13 +376,16 @@ class LlamaCppBackend(LLMBackend):
             if not seen:
                 return 0.5
             chance = np.exp(seen[0] - seen[0].max())
-
-            def first_tokens(words: tuple[str, ...]) -> set[int]:
-                return {llm.tokenize(w.encode(), add_bos=False, special=False)[0] for w in words}
-
-            yes = sum(chance[t] for t in first_tokens(("yes", "Yes", " yes", " Yes", "YES")))
-            no = sum(chance[t] for t in first_tokens(("no", "No", " no", " No", "NO")))
+            yes, no = (sum(chance[t] for t in tokens) for tokens in self._yes_no_tokens(llm))
             return float(yes / (yes + no)) if yes + no > 0 else 0.5
+
+    @functools.cache  # noqa: B019 - one backend, one model, a handful of tokens
+    def _yes_no_tokens(self, llm: Llama) -> tuple[set[int], set[int]]:
+        """The first tokens of "yes" and of "no" as the model may write them."""
+        def first(words: tuple[str, ...]) -> set[int]:
+            return {llm.tokenize(w.encode(), add_bos=False, special=False)[0] for w in words}
+
+        return first(("yes", "Yes", " yes", " Yes", "YES")), first(("no", "No", " no", " No", "NO"))
 
     def stream(self, messages: list[Message], max_tokens: int | None = None, schema: Schema | None = None) -> Iterator[str]:
         max_tokens = max_tokens or self._settings.llm_max_tokens

@@ -255,8 +255,7 @@ class RAGSystem:
         elif checks and answer.text and not answer.error:
             self.review.judge(answer, checks, search, self.review.ground(answer, checks))
         if checks is not None and not self._quotes_answer(answer, search):
-            answer.set_aside, answer.notice = None, notice
-            yield self._refuse(answer, checks, started, nearest=True)
+            yield self._unconfirmed(answer, checks, started, notice)
             return
         yield self._finish(answer, started)
 
@@ -315,8 +314,8 @@ class RAGSystem:
         The answer must also be mostly backed (DOUBTED_MIN_SUPPORTED): with one claim backed and
         four not, it is the model's own knowledge about a subject the passages only brush ("How
         do I run unit tests with pytest?" beside the book's test code under `if __name__`)."""
+        notice = answer.notice  # declined, failed or empty: nothing was quoted, judged or set aside
         if not declined and not answer.error and answer.text:
-            notice = answer.notice
             self.review.quote(answer, checks)
             grounding = self.review.judge(answer, checks, question, self.review.ground(answer, checks))
             backed = grounding.supported_share if grounding is not None and grounding.supported_share is not None else 1.0
@@ -325,8 +324,13 @@ class RAGSystem:
                 return
             reason = answer.notice if answer.set_aside is not None else f"only {backed:.0%} of the model's claims are backed"
             log.info("Doubtful question, model's answer set aside: refused (%s)", reason)
-            answer.set_aside, answer.notice, answer.quotes = None, notice, []
-        yield self._refuse(answer, checks, started, nearest=True)
+        yield self._unconfirmed(answer, checks, started, notice)
+
+    def _unconfirmed(self, answer: Answer, checks: Evidence, started: float, notice: str | None) -> Answer:
+        """No answer could be confirmed: the model's text and the checks' notice go, the notice from before
+        them stays, and the refusal shows the quotes as the nearest sentences."""
+        answer.set_aside, answer.notice, answer.quotes = None, notice, []
+        return self._refuse(answer, checks, started, nearest=True)
 
     def _refuse(self, answer: Answer, checks: Evidence | None, started: float, nearest: bool = False) -> Answer:
         """The documents do not cover the question: the closest passages instead of a guess (AnswerReview.refuse)."""
