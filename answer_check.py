@@ -28,8 +28,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from answer_render import cited_numbers
-from grounding import CITATION
+from answer_render import cite, cited_numbers, uncited
+from grounding import CITATION, content_terms, split_sentences
 
 UNITS = (
     "%|percent|bytes?|[kmgt]i?b|kilobytes?|megabytes?|gigabytes?|bits?|characters?|chars?|tokens?|words?|lines?|"
@@ -185,3 +185,73 @@ def check_claims(sentences: Sequence[str], passages: str, question: str = "", pl
         if problems:
             found.append(Disagreement(sentence, "; ".join(problems)))
     return found
+
+
+COVERAGE = 0.5
+"""The share of a sentence's new content words (those not in the question) that its passages must hold."""
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """Whether a cited text stands: `text` re-cited to the passages that back it (`evidence`, 1-based), or `reason` why not."""
+
+    shown: bool
+    reason: str = ""
+    evidence: tuple[int, ...] = ()
+    text: str = ""
+
+
+def judge_text(text: str, passages: Sequence[str], question: str = "") -> Judgement:
+    """The one judge of a cited text (a summary's sentences): every sentence that says something must be
+    backed by the passages it cites, or else by the fewest passages that back it, and is re-cited to
+    them; one unbacked sentence sets the text aside. Backed: its numbers, names, code and quoted strings
+    stand in those passages (`exact_mismatches`) and COVERAGE of its new content words too."""
+    shown, used = text, set()
+    for sentence in split_sentences(text):
+        body = uncited(sentence)
+        if not content_terms(body) - _YES_NO:
+            continue  # "[1]", "Yes.", a bullet: nothing to back
+        named = cited_numbers(sentence, len(passages))
+        problem = _unbacked(body, [passages[n - 1] for n in named], question) if named else "a sentence cites no passage that holds it"
+        backing = named if problem is None else _backing(body, passages, question)
+        if not backing:
+            return Judgement(False, problem or "")
+        if backing != named:
+            shown = shown.replace(sentence, cite(body, backing), 1)
+        used.update(backing)
+    if not used:
+        return Judgement(False, "the model wrote no answer")
+    return Judgement(True, evidence=tuple(sorted(used)), text=shown)
+
+
+_YES_NO = frozenset({"yes", "no"})
+
+
+def _unbacked(text: str, evidence: Sequence[str], question: str) -> str | None:
+    """Why `evidence` does not back `text`, or None when it does."""
+    joined = "\n".join(evidence)
+    exact = exact_mismatches(text, joined, question)
+    if exact:
+        return exact[0].replace("the passage", "its evidence")
+    if covered_share(text, joined, question) < COVERAGE:
+        return "its words are not those of the excerpts it names"
+    return None
+
+
+def _backing(text: str, passages: Sequence[str], question: str) -> list[int]:
+    """The fewest passages (1-based), most covering first, that back `text`; empty when all of them together do not."""
+    if _unbacked(text, passages, question) is not None:
+        return []
+    ranked = sorted(range(1, len(passages) + 1), key=lambda n: -covered_share(text, passages[n - 1], question))
+    for size in range(1, len(ranked) + 1):
+        if _unbacked(text, [passages[n - 1] for n in ranked[:size]], question) is None:
+            return sorted(ranked[:size])
+    return list(range(1, len(passages) + 1))
+
+
+def covered_share(answer: str, evidence: str, question: str) -> float:
+    """The share of the answer's content words beyond the question's that the evidence holds (1.0 if none)."""
+    new = content_terms(answer) - content_terms(question) - _YES_NO
+    if not new:
+        return 1.0
+    return len(new & content_terms(evidence)) / len(new)

@@ -119,6 +119,26 @@ def citations(text: str) -> list[re.Match[str]]:
     return [m for s, e in outside_code(text) for m in CITATION.finditer(text, s, e)]
 
 
+def uncited(text: str) -> str:
+    """The text without its [n] citations; code keeps its brackets (`xs[1]`) and its spacing."""
+    out, pos = "", 0
+    for m in citations(text):
+        out = (out + text[pos : m.start()]).rstrip(" ")
+        pos = m.end()
+        if text[pos : pos + 1] not in ("", " ", "\n", *".,;:!?") and out and not out.endswith("\n"):
+            out += " "
+    return (out + text[pos:]).strip()
+
+
+def cite(text: str, numbers: Sequence[int]) -> str:
+    """`text` with citations of `numbers` before its final stop, as answers write them: "… immutable [1]."."""
+    marks = "".join(f"[{n}]" for n in numbers)
+    text = text.rstrip()
+    if text.endswith((".", "!", "?")) and marks:
+        return f"{text[:-1]} {marks}{text[-1]}"
+    return f"{text} {marks}".strip()
+
+
 def cited_numbers(text: str, count: int) -> list[int]:
     """The passage numbers, 1 to `count`, that the text cites, in order and once each."""
     return sorted({int(m[1]) for m in citations(text) if 1 <= int(m[1]) <= count})

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from answer_context import quotes_json, select_quotes, sentence_scores
-from answer_render import refusal_text
+from answer_render import refusal_text, uncited
 from answer_types import Answer
 from answer_verdict import (
     NO_BACKING,
@@ -25,7 +25,6 @@ from answer_verdict import (
     judge,
     let_quotes_stand,
     quotes_markdown,
-    uncited,
 )
 from config import Settings
 from embeddings import EmbeddingBackend

@@ -115,14 +115,3 @@ def model_hint(model: str, ollama_model: str) -> str | None:
         f"Answers come from the embedded {name}, a small model. For better answers, "
         f"install Ollama and run `ollama pull {ollama_model}`: docqa uses it when it runs."
     )
-
-
-def uncited(text: str) -> str:
-    """The text without its [n] citations; code keeps its brackets (`xs[1]`) and its spacing."""
-    out, pos = "", 0
-    for m in citations(text):
-        out = (out + text[pos : m.start()]).rstrip(" ")
-        pos = m.end()
-        if text[pos : pos + 1] not in ("", " ", "\n", *".,;:!?") and out and not out.endswith("\n"):
-            out += " "
-    return (out + text[pos:]).strip()

@@ -197,14 +197,6 @@ class Settings:
         "auto (Ollama when it answers, else embedded llama.cpp), ollama or llamacpp.",
         choices=("auto", "ollama", "llamacpp"),
     )
-    answer_design: str = _setting(
-        "free",
-        "How the model answers: free (it writes its answer from the passages; checks decide whether it is shown) or "
-        "evidence (it picks which of a few excerpts answer and phrases them, in a JSON shape; citations come from "
-        "its picks and one judge holds the answer to them) or judged (free, held by that one judge instead of the "
-        "free design's checks). docs/answer-results.md compares them.",
-        choices=("free", "evidence", "judged"),
-    )
     ollama_host: str = _setting("http://127.0.0.1:11434", "Ollama server address.")
     ollama_model: str = _setting("llama3.2", "Ollama model name.")
     llamacpp_model: str = _setting(

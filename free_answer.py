@@ -1,26 +1,28 @@
-"""The free design's draft (ANSWER_DESIGN=free): the model writes its answer from the compacted passages.
+"""The model's draft: it writes its answer from the compacted passages.
 
 The prompt holds each passage cut to what bears on the question (answer_context.py), numbers kept;
 the text streams in, stops when the model repeats itself, and is tidied (answer_tidy.py) before
-AnswerReview judges it. The summary map-reduce streams through `stream_into` too. The evidence
-design (evidence_answer.py) replaces this path where it measures better.
+AnswerReview judges it. Summaries stream through `stream_into` too.
+
+Two other designs were measured against this one on the dev pool's tune half and deleted
+(docs/answer-results.md): the model picking numbered excerpts in a JSON shape (ANSWER_DESIGN=evidence)
+and this draft held by one judge instead of AnswerReview's checks (ANSWER_DESIGN=judged).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Generator, Iterator
 
 from answer_context import compact_passages
-from answer_render import is_refusal
-from answer_review import AnswerReview, Evidence
+from answer_review import Evidence
 from answer_tidy import REPEATED_EARLIER, repeats_earlier, repeats_from, tidy_answer
 from answer_types import Answer
 from answer_verdict import add_notice, model_hint
 from config import Settings
 from conversation import bounded_history
 from errors import LLMError
-from evidence_answer import found_nothing, judge_text, model_pieces, settle
 from llm_handler import LLMBackend, build_messages
 from retriever import Passage
 
@@ -84,31 +86,31 @@ class FreeAnswer:
         return pieces >= limit
 
 
-class JudgedAnswer:
-    """ANSWER_DESIGN=judged, the issue's design (c): the free draft, untidied, held by the evidence
-    design's one judge (evidence_answer.judge_text) instead of the rule pile: each sentence backed by
-    the passages it cites as the model read them, or re-cited to those that back it; otherwise the
-    quotes stand. `review` owns the quotes, refusals and highlights."""
-
-    def __init__(self, free: FreeAnswer, review: AnswerReview) -> None:
-        self.free, self.review = free, review
-
-    def run(
-        self, answer: Answer, question: str, evidence: Evidence, started: float, history: list[dict[str, str]] | None = None
-    ) -> Iterator[Answer]:
-        """Yield the answer as its draft streams; it ends judged, refused or with the quotes standing (not yet `done`)."""
-        texts = self.free.passage_texts(answer.passages, evidence)
-        messages = self.free.messages(question, answer.passages, texts, history or [])
-        answer.timings["prompt_chars"] = float(sum(len(m["content"]) for m in messages))
-        yield from self.free.stream_into(answer, messages, started)
-        if answer.error:
-            if answer.quotes:
-                self.review.quotes_stand(answer, evidence, f"the model stopped ({answer.error})")
-            return
-        if is_refusal(answer.text):
-            found_nothing(self.review, answer, evidence)
-            return
-        verdict = judge_text(answer.text, texts, question)
-        if verdict.shown:
-            answer.text = verdict.text
-        settle(self.review, answer, evidence, verdict, answer.text)
+def model_pieces(
+    model: Callable[[], LLMBackend],
+    answer: Answer,
+    messages: list[dict[str, str]],
+    max_tokens: int | None,
+    started: float,
+    failed: Callable[[Answer, LLMError], None],
+    schema: dict[str, object] | None = None,
+) -> Iterator[str]:
+    """The model's reply piece by piece, for the draft: its name, first token's time and
+    words (`draft`) go on the answer; a backend error goes to `failed` and ends the pieces. A reader that stops early closes
+    the backend's stream too, so the model stops generating."""
+    try:
+        llm = model()
+        answer.model = llm.name
+        stream = llm.stream(messages, max_tokens) if schema is None else llm.stream(messages, max_tokens, schema=schema)
+        answer.draft = ""
+        try:
+            for piece in stream:
+                answer.timings.setdefault("first_token_s", time.perf_counter() - started)
+                answer.draft += piece
+                yield piece
+        finally:
+            close = getattr(stream, "close", None)
+            if close:
+                close()
+    except LLMError as exc:
+        failed(answer, exc)

@@ -9,6 +9,8 @@ Every failure is raised as `BackendUnavailable` or `GenerationError` with the fi
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import dataclasses
 import functools
 import importlib.util
@@ -368,9 +370,10 @@ class LlamaCppBackend(LLMBackend):
         with self._lock:
             llm = self._model()
             try:
-                llm.create_chat_completion(
-                    messages=messages, max_tokens=1, temperature=0.0, logits_processor=[keep_logits]  # type: ignore[arg-type,list-item]
-                )
+                with _cache_kept(llm):
+                    llm.create_chat_completion(
+                        messages=messages, max_tokens=1, temperature=0.0, logits_processor=[keep_logits]  # type: ignore[arg-type,list-item]
+                    )
             except (ValueError, RuntimeError) as exc:
                 raise GenerationError(f"llama.cpp failed to judge: {exc} — raise LLAMACPP_CONTEXT") from exc
             if not seen:
@@ -415,6 +418,29 @@ class LlamaCppBackend(LLMBackend):
                 ) from exc
             tokens = len(llm.tokenize("".join(answer).encode(), add_bos=False)) if answer else 0
             _log_answer(self.name, tokens, started)
+
+
+@contextlib.contextmanager
+def _cache_kept(llm: Llama) -> Iterator[None]:
+    """The cached tokens of the last prompt put back after a side call (the quotes' judge), so the next
+    answer still finds docqa's instructions cached: the judge's prompt shares no prefix with them, and
+    reading them again cost the next question 1-2.5 s. Its KV cells are copied (about 28 KB a token
+    for the 1.5B model) through llama.cpp's sequence state calls; the cache is emptied if that fails."""
+    import llama_cpp  # loaded already: `llm` exists (an optional package, so not imported at the top)
+
+    kept = llm.n_tokens
+    ids = llm.input_ids[:kept].copy()
+    size = llama_cpp.llama_state_seq_get_size(llm.ctx, 0)
+    cells = (ctypes.c_uint8 * size)()
+    copied = llama_cpp.llama_state_seq_get_data(llm.ctx, cells, size, 0) if kept else 0
+    try:
+        yield
+    finally:
+        if copied and llama_cpp.llama_state_seq_set_data(llm.ctx, cells, copied, 0):
+            llm.input_ids[:kept] = ids
+            llm.n_tokens = kept - 1  # one token short: the next prompt is read on from it, its logits fresh
+        else:
+            llm.reset()
 
 
 def _fit_to_context(llm: Llama, messages: list[Message], max_tokens: int) -> list[Message]:

@@ -16,7 +16,6 @@ from typing import Any, Callable, Iterator
 import conversation
 import documents_folder
 import embeddings
-import evidence_answer as evidence
 import whole_document
 from answer_render import is_refusal as model_refused  # the one refusal rule, shared with the evaluation
 from answer_review import AnswerReview, Evidence
@@ -28,7 +27,7 @@ from conversation import looks_like_follow_up, make_standalone
 from data_folder import DataLock, LockMode, ensure_writable, open_stores_or_rebuild
 from embeddings import EmbeddingBackend
 from errors import LLMError, describe_error
-from free_answer import FreeAnswer, JudgedAnswer
+from free_answer import FreeAnswer
 from index_status import (
     AnswersFirst,
     DocumentStatus,
@@ -222,22 +221,6 @@ class RAGSystem:
         if checks and not answer.relevance.get("relevant", True) and not undecided:
             yield self._refuse(answer, checks, started)
             return
-        if checks and self.settings.answer_design == "evidence":
-            self.review.quote(answer, checks)
-            answer.timings["quotes_s"] = time.perf_counter() - started
-            yield answer
-            yield from evidence.EvidenceAnswer(self.review, lambda: self.llm, self.settings.llm_max_tokens, self._llm_failed).run(
-                answer, search, checks, started
-            )
-            yield self._finish(answer, started)
-            return
-        if checks and self.settings.answer_design == "judged":
-            self.review.quote(answer, checks)
-            answer.timings["quotes_s"] = time.perf_counter() - started
-            yield answer
-            yield from JudgedAnswer(self.free, self.review).run(answer, search, checks, started, history if follow_up else [])
-            yield self._finish(answer, started)
-            return
         if checks and not undecided:  # an undecided question shows no quotes until the model has read the passages
             self.review.quote(answer, checks)
             answer.timings["quotes_s"] = time.perf_counter() - started
@@ -248,10 +231,15 @@ class RAGSystem:
             yield from self._model_decides(answer, checks, search, declined, started)
             return
         notice = answer.notice
-        if declined and answer.quotes and checks is not None:  # quotes come from the checks
+        if answer.error and answer.draft and answer.quotes and checks is not None:  # cut off: its words unchecked
+            answer.text = answer.draft.strip()
+            self.review.quotes_stand(answer, checks, f"the model stopped before it finished ({answer.error})")
+        elif declined and answer.quotes and checks is not None:  # quotes come from the checks
             self.review.quotes_stand(answer, checks, "the model found no answer in the passages; check whether these sentences answer your question")
         elif declined:
             answer.kind, answer.refused = "refusal", True
+        elif not answer.text and not answer.error and answer.quotes and checks is not None:
+            self.review.quotes_stand(answer, checks, "the model wrote nothing")
         elif checks and answer.text and not answer.error:
             self.review.judge(answer, checks, search, self.review.ground(answer, checks))
         if checks is not None and not self._quotes_answer(answer, search):
@@ -265,9 +253,9 @@ class RAGSystem:
         nearest sentences. On the dev pool's tune half the checks flag every unanswerable question the model
         answers, but as an answer of quotes it is not a refusal; the model, asked only whether the quotes
         answer the question, tells them apart from the flagged answerable ones (docs/answer-results.md).
-        True when nothing was flagged, no model can run, or QUOTES_JUDGE_MIN_YES is 0."""
+        True when nothing was flagged, the model failed or none can run, or QUOTES_JUDGE_MIN_YES is 0."""
         flagged = answer.set_aside is not None or bool(answer.unsupported)
-        if not flagged or answer.refused or not answer.quotes or self.settings.quotes_judge_min_yes <= 0:
+        if not flagged or answer.refused or answer.error or not answer.quotes or self.settings.quotes_judge_min_yes <= 0:
             return True
         llm = self._available_llm()
         if llm is None:

@@ -9,7 +9,7 @@ sentence, the one whose content words recur most across the part. The outline is
 each line citing its part. The model then reads only the outline (about 800 tokens) and writes
 three to five sentences in one JSON shape the backend's grammar enforces, each naming its part,
 so an uncited sentence cannot be written; they stream as a draft. The answers' one judge
-(evidence_answer.judge_text) then holds each sentence to its part: a sentence that gives a
+(answer_check.judge_text) then holds each sentence to its part: a sentence that gives a
 number, identifier, code or quoted string its part does not hold, or words it does not cover,
 is dropped; one that another part backs is re-cited to it. The checked paragraph stands above the
 outline; when nothing survives, or the model fails, the outline stands with a note saying why.
@@ -30,11 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from answer_render import OUTLINE_PART
+from answer_check import judge_text
+from answer_render import OUTLINE_PART, cite
 from config import Settings
 from doc_types import Chunk
 from errors import LLMError
-from evidence_answer import judge_text
 from grounding import content_terms, split_sentences
 from question_intent import summary_target
 from retriever import Passage
@@ -251,7 +251,7 @@ def paragraph(sentences: Sequence[tuple[int, str]]) -> str:
 
 
 def judge_summary(sentences: Sequence[tuple[int, str]], parts: Sequence[OutlinePart], source: str = "") -> Verdict:
-    """Each sentence held by the answers' one judge (evidence_answer.judge_text) to the parts' text: its
+    """Each sentence held by the answers' one judge (answer_check.judge_text) to the parts' text: its
     numbers, identifiers, code and quoted strings must be in the part it cites, its content words covered
     by it, its yes or no not the opposite. A kept sentence cites the part that covers it best (the model
     names a neighbouring part that half backs it, seen in the browser); one no part backs, or citing no
@@ -263,11 +263,11 @@ def judge_summary(sentences: Sequence[tuple[int, str]], parts: Sequence[OutlineP
         if not 1 <= part <= len(parts):
             dropped.append(f"“{_shortened(text)}”: it cites no part")
             continue
-        best = judge_text(text, texts, "")  # uncited: cited to the part that covers it best, not a neighbour that half backs it
+        best = judge_text(text, texts)  # uncited: cited to the part that covers it best, not a neighbour that half backs it
         if best.shown:
             kept.append(best.text)
         else:  # judged again as cited, only for the reason its part gives
-            why = judge_text(cite(text, [part]), texts, "").reason
+            why = judge_text(cite(text, [part]), texts).reason
             dropped.append(f"“{_shortened(text)}”: {why.replace('its evidence', 'the part it cites')}")
     return Verdict(tuple(kept), tuple(dropped))
 
@@ -283,15 +283,6 @@ def summary_messages(source: str, parts: Sequence[OutlinePart]) -> list[Message]
     blocks = "\n\n".join(p.prompt_block(room) for p in parts)
     user = f"Outline of {source}:\n\n{blocks}\n\nSummarise {source}."
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
-
-
-def cite(text: str, numbers: Sequence[int]) -> str:
-    """`text` with its citations before its final stop, as answers write them: "… immutable [1]."."""
-    marks = "".join(f"[{n}]" for n in numbers)
-    text = text.rstrip()
-    if text.endswith((".", "!", "?")):
-        return f"{text[:-1]} {marks}{text[-1]}"
-    return f"{text} {marks}"
 
 
 # ------------------------------------------------------------ the outline, with no model

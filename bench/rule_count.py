@@ -33,7 +33,7 @@ import config  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 ANSWER_PATH = (
     "question_intent", "question_focus", "conversation", "answer_context", "grounding", "answer_check",
-    "answer_tidy", "answer_verdict", "answer_review", "answer_sources", "free_answer", "evidence_answer",
+    "answer_tidy", "answer_verdict", "answer_review", "answer_sources", "free_answer",
     "answer_render", "common_words", "whole_document",
 )
 TUNED_SETTINGS = frozenset(f.name for f in dataclasses.fields(config.Settings) if isinstance(f.default, float))

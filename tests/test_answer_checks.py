@@ -110,7 +110,7 @@ def test_a_citation_after_a_code_block_with_no_prose_before_it_is_dropped():
 
 
 def test_removing_citations_leaves_code_alone():
-    from answer_verdict import uncited
+    from answer_render import uncited
 
     assert uncited("Index with `xs[1]`, as shown [1] [2].") == "Index with `xs[1]`, as shown."
     assert uncited("```python\nxs[1]  =  2\n```\n[1]") == "```python\nxs[1]  =  2\n```"

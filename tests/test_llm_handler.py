@@ -317,6 +317,22 @@ def test_the_default_model_judges_whether_excerpts_answer_a_question() -> None:
 
 
 @pytest.mark.slow
+def test_judging_quotes_puts_back_the_cached_prompt_for_the_next_answer(smollm2: LlamaCppBackend) -> None:
+    """The judge's prompt shares no prefix with an answer's: without the cached tokens put back, the next
+    answer reads docqa's instructions again. Put back, the same prompt is read on from them and gets the
+    same words."""
+    messages = build_messages(QUESTION, PASSAGES)
+    first = smollm2.complete(messages, max_tokens=12)
+    llm = smollm2._llm
+    assert llm is not None
+    cached = [int(t) for t in llm.input_ids[: llm.n_tokens]]
+    smollm2.yes_probability(quotes_answer_messages(QUESTION, [PASSAGES[0][1]]))
+    assert llm.n_tokens >= len(cached) - 1
+    assert [int(t) for t in llm.input_ids[: llm.n_tokens]] == cached[: llm.n_tokens]
+    assert smollm2.complete(messages, max_tokens=12) == first
+
+
+@pytest.mark.slow
 def test_smollm2_answers_a_question_from_its_passage(smollm2: LlamaCppBackend) -> None:
     started = time.perf_counter()
     answer = smollm2.complete(build_messages(QUESTION, PASSAGES), max_tokens=24)

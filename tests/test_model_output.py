@@ -1,0 +1,122 @@
+"""What the model writes, held to the passages: output that cannot stand falls back to the quotes.
+
+Stand-in models write a fixed reply on a real index with the real embedder, so the tests check
+the program's side: an empty reply, a reply of citations only, a claim the passages lack and a
+reply cut off mid-answer all leave the verbatim quotes standing as the answer, with a notice and
+no crash; a backed reply stands, cited. The one judge of a cited text (`judge_text`, which holds
+a summary's sentences) re-cites a sentence to the passage that backs it. The last test asks the
+packaged model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from answer_check import judge_text
+from answer_render import cited_numbers
+from llm_handler import LLMBackend
+from ollama_standin import OllamaStandin
+from rag_system import RAGSystem
+
+HANDBOOK = """# Harbour handbook
+
+## Opening hours
+
+The harbour office opens at 07:30 and closes at 18:00 on weekdays. On Sundays it stays closed.
+
+## Berths
+
+Visiting boats moor at pier 4. Boats longer than 12 metres must book a berth two days ahead.
+
+## Fuel
+
+The fuel dock sells diesel and petrol. It accepts three payment methods: cash, card and harbour tokens.
+
+## Waste
+
+Used oil and old batteries go to the blue container behind the office.
+"""
+
+
+class Writes(LLMBackend):
+    """Writes `raw` in pieces of 7 characters; judges every question's quotes as answering it."""
+
+    name = "stand-in"
+
+    def __init__(self, raw: str) -> None:
+        self.raw = raw
+
+    def stream(self, messages, max_tokens=None, schema=None) -> Iterator[str]:
+        yield from (self.raw[i : i + 7] for i in range(0, len(self.raw), 7))
+
+    def yes_probability(self, messages) -> float:
+        return 1.0
+
+
+@pytest.fixture
+def harbour(make_settings, embedder):
+    built: list[RAGSystem] = []
+
+    def build(llm: LLMBackend | None, **overrides) -> RAGSystem:
+        settings = make_settings(**overrides)
+        (settings.docs_dir / "harbour.md").write_text(HANDBOOK, encoding="utf-8")
+        rag = RAGSystem(settings, embedder=embedder, llm=llm)
+        rag.index()
+        built.append(rag)
+        return rag
+
+    yield build
+    for rag in built:
+        rag.close()
+
+
+def test_a_backed_answer_stands_with_citations_of_the_passage_that_holds_it(harbour):
+    answer = harbour(Writes("Visiting boats moor at pier 4 [1].")).ask("Where do visiting boats moor?")
+    assert answer.done and answer.set_aside is None and not answer.refused, answer.notice
+    cited = cited_numbers(answer.text, len(answer.passages))
+    assert cited and all("pier 4" in answer.passages[n - 1].text for n in cited)
+
+
+@pytest.mark.parametrize(
+    "raw", ["", "[1] [2]", "The harbour office opens at 06:45 [1].", "The office opens at 07:30 and closes at 21:00 [1]."]
+)
+def test_empty_citations_only_or_unbacked_output_falls_back_to_the_quotes(harbour, raw):
+    answer = harbour(Writes(raw)).ask("When does the harbour office open?")
+    assert answer.done and answer.error is None
+    assert answer.set_aside is not None or answer.refused, answer.text
+    assert "07:30" in answer.text, "the quotes stand as the answer"
+    assert "06:45" not in answer.text and "21:00" not in answer.text
+    assert answer.notice
+
+
+def test_ollama_cut_off_mid_answer_falls_back_to_the_quotes(harbour):
+    pieces = ["The harbour office ", "opens at ", "07:30 and closes at 18:00 [1]."]
+    with OllamaStandin(pieces=pieces, drop_after=2) as ollama:
+        answer = harbour(None, llm_backend="ollama", ollama_host=ollama.url).ask("When does the harbour office open?")
+    assert answer.done and answer.error
+    assert answer.set_aside == "The harbour office opens at", "the model's unchecked words are set aside, kept"
+    assert "07:30" in answer.text and answer.notice and "stopped" in answer.notice
+
+
+def test_the_judge_of_a_cited_text_holds_every_sentence_to_what_it_cites():
+    passages = ["The office opens at 07:30. It closes at 18:00.", "Boats moor at pier 4."]
+    question = "When does the office open?"
+    assert judge_text("It opens at 07:30 [1].", passages, question).shown
+    moved = judge_text("It opens at 07:30 [2].", passages, question)
+    assert moved.shown and moved.text == "It opens at 07:30 [1].", "cited to the passage that holds it"
+    assert moved.evidence == (1,)
+    assert not judge_text("It opens at 07:30 [1]. Boats pay 40 euros [2].", passages, question).shown
+    assert not judge_text("[1]", passages, question).shown
+    assert not judge_text("Berths cost forty euros per night in winter [2].", passages, question).shown
+
+
+@pytest.mark.slow
+def test_the_packaged_model_lists_every_item_and_refuses_what_the_passages_lack(harbour):
+    rag = harbour(None, llm_backend="llamacpp")
+    listed = rag.ask("Which payment methods does the fuel dock accept?")
+    shown = listed.text.lower()
+    assert all(method in shown for method in ("cash", "card", "token")), listed.text
+    missing = rag.ask("How much does a berth cost per night?")
+    assert missing.refused or missing.set_aside is not None, missing.text
