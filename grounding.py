@@ -275,14 +275,17 @@ def _highlightable(sentence: str) -> bool:
 
 
 def claim_sentences(answer: str, skip: Sequence[str] = ()) -> list[str]:
-    """Answer sentences that make a claim: long enough, not a notice docqa itself added."""
-    out = []
+    """Answer sentences that make a claim: long enough, not a notice docqa itself added. An answer
+    with no sentence that long is one claim when it has content words: "As quoted above [1]." is an
+    answer that says nothing, and it stood unchecked when only long sentences were checked."""
+    out, short = [], []
     for sentence in split_sentences(answer):
         plain = _strip_markup(sentence)
-        if len(plain.split()) < MIN_SENTENCE_WORDS or plain.startswith("⚠") or any(s in sentence for s in skip):
+        if plain.startswith("⚠") or any(s in sentence for s in skip):
             continue
-        out.append(sentence)
-    return out
+        (out if len(plain.split()) >= MIN_SENTENCE_WORDS else short).append(sentence)
+    whole = " ".join(short)
+    return out or ([whole] if content_terms(whole) - {"yes", "no"} else [])
 
 
 def check_grounding(

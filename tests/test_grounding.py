@@ -20,7 +20,7 @@ from answer_render import UNCONFIRMED, answer_as_text
 from config import load_settings
 from conftest import THINKPYTHON_PDF, THINKPYTHON_QA, module_settings, rag_with, require
 from doc_types import Chunk
-from grounding import PassageSentences, assess_relevance, check_grounding, corrected_citations, split_sentences
+from grounding import PassageSentences, assess_relevance, check_grounding, claim_sentences, corrected_citations, split_sentences
 from keyword_index import KeywordIndex
 from llm_handler import REFUSAL, LLMBackend
 from rag_system import Answer
@@ -353,3 +353,12 @@ def test_a_claim_missing_its_one_rare_word_is_unsupported_when_words_weigh_by_id
     assert plain.unsupported == [], "3 of 4 words held: supported when every word counts one"
     assert weighed.unsupported == [rare_claim] and weighed.checked[0].overlap < plain.checked[0].overlap
     assert held.unsupported == []
+
+
+def test_an_answer_of_short_fragments_is_checked_as_one_claim() -> None:
+    """Sentences under MIN_SENTENCE_WORDS carry no claim of their own, but an answer made only of them
+    is checked whole when it has content words; a bare yes or no, or citations alone, is not a claim."""
+    long = "Tuples are immutable sequences of values [1]."
+    assert claim_sentences(f"{long} See above.") == [long]
+    assert claim_sentences("Per the handbook. Page four.") == ["Per the handbook. Page four."]
+    assert claim_sentences("Yes [1].") == [] and claim_sentences("[1] [2]") == []

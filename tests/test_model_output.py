@@ -80,7 +80,7 @@ def test_a_backed_answer_stands_with_citations_of_the_passage_that_holds_it(harb
 
 
 @pytest.mark.parametrize(
-    "raw", ["", "[1] [2]", "The harbour office opens at 06:45 [1].", "The office opens at 07:30 and closes at 21:00 [1]."]
+    "raw", ["", "[1] [2]", "As quoted above [1].", "See the handbook [2].", "The harbour office opens at 06:45 [1].", "The office opens at 07:30 and closes at 21:00 [1]."]
 )
 def test_empty_citations_only_or_unbacked_output_falls_back_to_the_quotes(harbour, raw):
     answer = harbour(Writes(raw)).ask("When does the harbour office open?")
