@@ -20,7 +20,14 @@ from answer_render import UNCONFIRMED, answer_as_text
 from config import load_settings
 from conftest import THINKPYTHON_PDF, THINKPYTHON_QA, module_settings, rag_with, require
 from doc_types import Chunk
-from grounding import PassageSentences, assess_relevance, check_grounding, claim_sentences, corrected_citations, split_sentences
+from grounding import (
+    PassageSentences,
+    assess_relevance,
+    check_grounding,
+    claim_sentences,
+    corrected_citations,
+    split_sentences,
+)
 from keyword_index import KeywordIndex
 from llm_handler import REFUSAL, LLMBackend
 from rag_system import Answer

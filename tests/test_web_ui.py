@@ -328,6 +328,19 @@ def test_while_indexing_the_status_line_and_the_index_panel_both_say_so(ui):
     assert "Indexing: 1 of 3 files read" in panel and "idle" not in panel
 
 
+def test_stop_relabels_the_sources_at_once_not_when_the_model_next_writes(ui):
+    """The answer's loop sees a Stop only at the model's next piece, seconds away while llama.cpp reads
+    the prompt; the click's own update says the answer stopped."""
+    session = web_questions.ChatSession()
+    assert ui.page.ask.sources not in ui.handlers.stop(session), "nothing is being answered: the sources stay"
+    session.answering, session.current = True, [{"role": "user", "content": "How often should I descale the kettle?"}]
+    session.last_answer = synthetic_answer("", [synthetic_passage("Descale the kettle every month.", "kettle.md")], done=False)
+    update = ui.handlers.stop(session)
+    assert web_html.STOPPED_SOURCES in update[ui.page.ask.sources]
+    assert "kettle.md" in update[ui.page.ask.sources], "the passages found stay listed"
+    assert session.stop_requested
+
+
 def test_file_table_lists_every_file_with_its_status_and_every_file_can_be_removed(ui):
     (ui.docs / "kettle.md").write_text("# Kettle\n\nDescale it.\nEvery month.\n", encoding="utf-8")
     (ui.docs / "blank.pdf").write_bytes(b"")
