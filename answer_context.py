@@ -277,6 +277,6 @@ def _excerpt(passage: str, texts: Sequence[str], indexes: Sequence[int]) -> str:
     return "\n…\n".join(p.strip() for p in pieces)
 
 
-def quotes_json(quotes: Sequence[Quote], labels: Sequence[str]) -> list[dict[str, object]]:
-    """The quotes as the answer carries them: {"passage", "text", "location"}."""
-    return [{"passage": q.number, "text": q.text, "location": labels[q.number - 1]} for q in quotes]
+def quotes_json(quotes: Sequence[Quote], places: Sequence[str]) -> list[dict[str, object]]:
+    """The quotes as the answer carries them: {"passage", "text", "location"}, `places` one a quote."""
+    return [{"passage": q.number, "text": q.text, "location": where} for q, where in zip(quotes, places, strict=True)]

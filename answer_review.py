@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from answer_context import quotes_json, select_quotes, sentence_scores
+from answer_context import Quote, quotes_json, select_quotes, sentence_scores
 from answer_render import refusal_text, uncited
 from answer_types import Answer
 from answer_verdict import (
@@ -80,7 +80,8 @@ class AnswerReview:
 
     def quote(self, answer: Answer, evidence: Evidence) -> None:
         """The passage sentences that best answer the question, shown before the model writes."""
-        answer.quotes = quotes_json(select_quotes(evidence.sentences, evidence.scores), [p.label for p in answer.passages])
+        quotes = select_quotes(evidence.sentences, evidence.scores)
+        answer.quotes = quotes_json(quotes, quote_places(answer, quotes))
 
     def refuse(self, answer: Answer, evidence: Evidence | None, nearest: bool = False) -> None:
         """The documents do not cover the question: say so, with the closest passages, instead of
@@ -93,7 +94,7 @@ class AnswerReview:
         answer.text = refusal_text(
             answer.passages,
             reason=f"No document names {' or '.join(unnamed)}." if unnamed else "",
-            nearest=quotes_markdown(quotes, [p.label for p in answer.passages]) if quotes else "",
+            nearest=quotes_markdown(quotes, quote_places(answer, quotes)) if quotes else "",
         )
         if evidence is not None:
             self.ground(answer, evidence)
@@ -151,3 +152,8 @@ class AnswerReview:
         answer.highlights = grounding.highlights
         answer.timings["grounding_s"] = time.perf_counter() - t
         return grounding
+
+
+def quote_places(answer: Answer, quotes: list[Quote]) -> list[str]:
+    """Where each quote stands in its passage: its own lines, page or heading (Passage.place_of)."""
+    return [answer.passages[q.number - 1].place_of(q.text) for q in quotes]

@@ -75,16 +75,16 @@ def add_missing_citations(text: str, grounding: Grounding | None) -> str:
     return cite_outside_fences(cited).rstrip() if after_code else cited
 
 
-def quotes_markdown(quotes: Sequence[Quote], labels: Sequence[str]) -> str:
-    """The quotes as the user reads them: each verbatim, with its passage number and place."""
+def quotes_markdown(quotes: Sequence[Quote], places: Sequence[str]) -> str:
+    """The quotes as the user reads them: each verbatim, with its passage number and its place (`places`, one a quote)."""
     blocks = []
-    for q in quotes:
+    for q, where in zip(quotes, places, strict=True):
         body = "\n".join(
             f"> {line if in_code else unquoted(line.lstrip())}" if line.strip() else ">"
             for line, in_code in quote_text_lines(q.text)
         )
         body += closing_fence(body)  # a fence in the quote closes before its place is named
-        blocks.append(f"{body}\n>\n> — [{q.number}] {labels[q.number - 1]}")
+        blocks.append(f"{body}\n>\n> — [{q.number}] {where}")
     return "\n\n".join(blocks)
 
 
@@ -98,7 +98,7 @@ def let_quotes_stand(answer: Any, reason: str) -> None:
     answer.set_aside = answer.text
     add_notice(answer, f"The model's answer was set aside: {reason}. The passages say:")
     quotes = [Quote(q["passage"], q["text"], 0.0) for q in answer.quotes]
-    answer.text = quotes_markdown(quotes, [p.label for p in answer.passages])
+    answer.text = quotes_markdown(quotes, [str(q["location"]) for q in answer.quotes])
     answer.unsupported = []
 
 

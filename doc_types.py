@@ -171,7 +171,7 @@ def _place(chunks: list[Chunk]) -> str:
     lines = [n for c in chunks if c.lines for n in c.lines]
     if lines:
         symbols = list(dict.fromkeys(c.symbol for c in chunks if c.symbol))
-        return f"lines {min(lines)}-{max(lines)}" + (f" ({', '.join(symbols)})" if symbols else "")
+        return _span(lines, "line", "lines") + (f" ({', '.join(symbols)})" if symbols else "")
     return " > ".join(chunks[0].heading_path) if chunks else ""
 
 

@@ -15,6 +15,7 @@ multi-part question adds each part's best passage to the whole question's.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from keyword_index import KeywordIndex, exact_terms, stopwords, tokenize
 from name_search import definitions_first
 from question_focus import Focus, focus_question
 from question_intent import Construct, function_word_constructs, names_construct
+from text_splitter import heading_path_at
 from vector_store import NullVectorStore, VectorStore
 
 log = logging.getLogger(__name__)
@@ -100,6 +102,22 @@ class Passage:
     @property
     def label(self) -> str:
         return place(self)
+
+    def place_of(self, excerpt: str) -> str:
+        """Where `excerpt` (a quote from this passage) stands: its own lines, its page, or the heading
+        above it, not the whole passage's span nor the heading its first chunk starts under. The
+        passage's label when no chunk holds it whole."""
+        for chunk in self.chunks:
+            at = chunk.text.find(excerpt)
+            if at < 0:
+                continue
+            lines: dict[str, int | None] = {}
+            if chunk.start_line is not None:
+                first = chunk.start_line + chunk.text.count("\n", 0, at)
+                lines = {"start_line": first, "end_line": first + excerpt.strip().count("\n")}
+            path = heading_path_at(chunk.text, chunk.heading_path, at)
+            return Passage([dataclasses.replace(chunk, heading_path=path, **lines)], self.score).label  # type: ignore[arg-type]
+        return self.label
 
 
 def join_overlapping(a: str, b: str, max_overlap: int = 2000) -> str:

@@ -95,6 +95,14 @@ def _path_at(base: list[str], levels: list[int], headings: list[tuple[int, int, 
     return [h for _, h in stack]
 
 
+def heading_path_at(text: str, path: list[str], position: int) -> list[str]:
+    """The heading path at `position` of a chunk's `text`, whose own text begins under `path`: a chunk
+    that runs on past a heading (a short section kept with the next) stands under another one there.
+    The levels of `path`'s headings are not kept with a chunk, so they are taken as 1, 2, …"""
+    begins = _content_offset(text)
+    return _path_at(path, [], [h for h in heading_positions(text) if h[0] > begins], position)
+
+
 def split_document(
     doc: ConvertedDocument,
     chunk_size: int = 1000,

@@ -207,7 +207,8 @@ def test_quotes_are_the_passage_sentences_that_answer_verbatim(tuple_sentences):
     quotes = select_quotes(sentences, scores)
     assert quotes and quotes[0].number == 1
     assert all(q.text in passages[q.number - 1] for q in quotes)
-    shown = quotes_markdown(quotes, ["tuples.md, lines 1-3", "config.docx", "guide.pdf, page 5"])
+    labels = ["tuples.md, lines 1-3", "config.docx", "guide.pdf, page 5"]
+    shown = quotes_markdown(quotes, [labels[q.number - 1] for q in quotes])
     assert shown.startswith("> ") and "[1] tuples.md, lines 1-3" in shown
 
 

@@ -7,6 +7,7 @@ checks do with a right and a wrong answer is certain.
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -48,9 +49,15 @@ def test_example_question_is_answered_right_with_a_quote_first(shipped, question
     assert meets(answer.text, EXAMPLE_ANSWERS[question]), answer.to_json()
     assert answer.quotes, "quotes back every answer"
     texts = [" ".join(p.text.split()) for p in answer.passages]
-    for q in answer.quotes:  # verbatim, from the passage and place they name
+    for q in answer.quotes:  # verbatim, from the passage they name, on the lines they name
         assert " ".join(q["text"].split()) in texts[q["passage"] - 1]
-        assert q["location"] == answer.passages[q["passage"] - 1].label
+        source = answer.passages[q["passage"] - 1].source
+        assert str(q["location"]).startswith(f"{source}, "), q["location"]
+        lines = re.fullmatch(rf"{re.escape(source)}, lines? (\d+)(?:-(\d+))?", str(q["location"]))
+        if lines:  # a text file: the quote stands on those lines of it
+            file_lines = (shipped.settings.docs_dir / source).read_text(encoding="utf-8").splitlines()
+            on_them = " ".join(" ".join(file_lines[int(lines[1]) - 1 : int(lines[2] or lines[1])]).split())
+            assert " ".join(q["text"].split()) in on_them, (q["location"], on_them)
     assert answer.model.startswith("llama.cpp:qwen2.5-coder-1.5b")
     assert answer.model_hint and "ollama pull" in answer.model_hint
     json = answer.to_json()

@@ -9,6 +9,7 @@ import pytest
 from conftest import THINKPYTHON_PDF, require
 from doc_types import Chunk, ConvertedDocument, Section
 from document_converter import convert_document
+from retriever import Passage
 from text_splitter import split_document
 
 
@@ -269,3 +270,25 @@ def test_same_text_in_another_file_gets_another_id():
     a = split_document(text_doc(text, "a.txt"), 300, 60)
     b = split_document(text_doc(text, "b.txt"), 300, 60)
     assert not {c.id for c in a} & {c.id for c in b}
+
+
+def test_a_quote_is_placed_by_its_own_lines_and_the_heading_above_it():
+    """A short section is kept with the next one, so a chunk can start under one heading and run on
+    under another: a quote from the second is placed on its own lines, or (in a file without lines,
+    such as converted HTML) under its own heading, not the one the chunk starts under."""
+    text = (
+        "# Guide\n\n## Chaining\n\nCall chain on an object to wrap it, and value to unwrap it.\n\n"
+        "## Links\n\nA port to another language that also encourages chaining is listed here.\n"
+        "It is maintained by volunteers.\n"
+    )
+    late = "A port to another language that also encourages chaining is listed here."
+    lined = split_document(text_doc(text, "guide.md", "markdown"), chunk_size=1000, chunk_overlap=0)[0]
+    assert "## Links" in lined.text and lined.heading_path == ["Guide", "Chaining"], "the short section runs on into the next"
+    assert Passage([lined], 1.0).place_of(late) == "guide.md, line 9"
+    html = ConvertedDocument(source="guide.html", title="guide", kind="markdown", sections=[Section(text=text)])
+    unlined = split_document(html, chunk_size=1000, chunk_overlap=0)[0]
+    passage = Passage([unlined], 1.0)
+    assert passage.label == "guide.html, Guide > Chaining"
+    assert passage.place_of(late) == "guide.html, Guide > Links"
+    assert passage.place_of("Call chain on an object to wrap it, and value to unwrap it.") == passage.label
+    assert passage.place_of("no such sentence") == passage.label
