@@ -17,7 +17,7 @@ import numpy as np
 
 from answer_context import Quote, quotes_json, select_quotes, sentence_scores
 from answer_render import refusal_text, uncited
-from answer_types import Answer
+from answer_types import Answer, Relevance
 from answer_verdict import (
     NO_BACKING,
     add_missing_citations,
@@ -71,10 +71,7 @@ class AnswerReview:
             log.warning("Relevance and grounding checks skipped: %s", exc)
             return None
         relevance = assess_relevance(question_vector, question, sentences, self.settings, rare)
-        answer.relevance = {
-            "similarity": relevance.similarity, "overlap": relevance.overlap, "relevant": relevance.relevant,
-            "model_decides": relevance.model_decides,
-        }
+        answer.relevance = Relevance(relevance.similarity, relevance.overlap, relevance.relevant, relevance.model_decides)
         answer.timings["relevance_s"] = time.perf_counter() - t
         return Evidence(sentences, question_vector, sentence_scores(sentences, question_vector, question, self.keywords.idf))
 
@@ -89,7 +86,7 @@ class AnswerReview:
         unless a named word is missing, the reply opens "No answer could be confirmed" instead
         (answer_render.refusal_text)."""
         answer.kind, answer.refused = "refusal", True
-        unnamed = answer.relevance.get("unnamed")  # the passages match the question's other words: say why they do not answer it
+        unnamed = answer.relevance.unnamed  # the passages match the question's other words: say why they do not answer it
         quotes = select_quotes(evidence.sentences, evidence.scores) if nearest and evidence else []
         answer.text = refusal_text(
             answer.passages,

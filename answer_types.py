@@ -6,11 +6,27 @@ renderers can read it without importing the core.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from retriever import Passage
+
+
+@dataclass
+class Relevance:
+    """How close the passages came to the question, as the checks judged them (AnswerReview.evidence);
+    `similarity` is None when they did not run (no embedding model)."""
+
+    similarity: float | None = None
+    overlap: float | None = None
+    relevant: bool = True
+    model_decides: bool = False
+    """Doubted: the model's answer is shown only if it passes its checks, else the question is refused."""
+    unnamed: list[str] = field(default_factory=list)
+    """Names the question gives that no document holds ("the “with” statement"), for the refusal's reason."""
+    quotes_answer: float | None = None
+    """The model's p(yes) that the quotes answer the question, asked when its own answer was flagged."""
 
 
 @dataclass
@@ -42,8 +58,7 @@ class Answer:
     sentences_checked: int = 0
     highlights: dict[int, list[str]] = field(default_factory=dict)
     """1-based passage number -> its sentences, verbatim, that support the answer or match the question."""
-    relevance: dict[str, Any] = field(default_factory=dict)
-    """How close the best passage came to the question: {"similarity", "overlap", "relevant"}."""
+    relevance: Relevance = field(default_factory=Relevance)
     quotes: list[dict[str, Any]] = field(default_factory=list)
     """Passage sentences, verbatim, that best answer the question: {"passage", "text", "location"}; shown first."""
     set_aside: str | None = None
@@ -87,7 +102,7 @@ class Answer:
             "model": self.model,
             "sources": self.sources_json(),
             "highlights": {str(n): texts for n, texts in sorted(self.highlights.items())},
-            "relevance": self.relevance,
+            "relevance": asdict(self.relevance),
             "quotes": self.quotes,
             "set_aside": self.set_aside,
             "notice": self.notice,

@@ -499,9 +499,9 @@ def _answer_row(rag: Any, item: dict[str, Any], k: int, history: list[dict[str, 
         "unsupported": len(answer.unsupported),
         "unsupported_sentences": answer.unsupported,
         "sentences_checked": answer.sentences_checked,
-        "similarity": answer.relevance.get("similarity"),
-        "doubted": bool(answer.relevance.get("model_decides")),  # the relevance rules left it to the model
-        "quotes_answer": answer.relevance.get("quotes_answer"),  # the model's p(yes) that the quotes answer (a flagged answer)
+        "similarity": answer.relevance.similarity,
+        "doubted": answer.relevance.model_decides,  # the relevance rules left it to the model
+        "quotes_answer": answer.relevance.quotes_answer,  # the model's p(yes) that the quotes answer (a flagged answer)
         "model": answer.model,
         "quotes_s": quotes_s,
         "first_token_s": answer.timings.get("first_token_s"),

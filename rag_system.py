@@ -217,8 +217,8 @@ class RAGSystem:
             return
         checks = self.review.evidence(answer, search, rare) if self.vectors.available else None
         self._doubt_unnamed(answer, search)
-        undecided = bool(checks and answer.relevance.get("model_decides") and self._available_llm() is not None)
-        if checks and not answer.relevance.get("relevant", True) and not undecided:
+        undecided = bool(checks and answer.relevance.model_decides and self._available_llm() is not None)
+        if checks and not answer.relevance.relevant and not undecided:
             yield self._refuse(answer, checks, started)
             return
         if checks and not undecided:  # an undecided question shows no quotes until the model has read the passages
@@ -267,7 +267,7 @@ class RAGSystem:
             log.warning("The model could not judge the quotes: %s", exc)
             return True
         answer.timings["quotes_judge_s"] = time.perf_counter() - t
-        answer.relevance["quotes_answer"] = round(chance, 4)
+        answer.relevance.quotes_answer = round(chance, 4)
         log.info("The model judges the quotes answer the question with p(yes) %.2f", chance)
         return chance >= self.settings.quotes_judge_min_yes
 
@@ -285,10 +285,10 @@ class RAGSystem:
         unnamed += [f"“{word}”" for word in self.retriever.unnamed_terms(question)]
         if not unnamed:
             return
-        answer.relevance["unnamed"] = unnamed
-        if answer.relevance.get("relevant"):
+        answer.relevance.unnamed = unnamed
+        if answer.relevance.similarity is not None and answer.relevance.relevant:  # assessed, and not doubted yet
             log.info("No document names %s: the question is doubted", ", ".join(unnamed))
-            answer.relevance.update(relevant=False, model_decides=True)
+            answer.relevance.relevant, answer.relevance.model_decides = False, True
 
     def _model_decides(self, answer: Answer, checks: Evidence, question: str, declined: bool, started: float) -> Iterator[Answer]:
         """A question the relevance rules doubt: the model's answer is shown only if it passes its

@@ -149,7 +149,7 @@ def test_a_set_aside_answer_is_refused_when_the_model_judges_its_quotes_do_not_a
     assert "1000" in answer.text and "1024" not in answer.text, "the quotes are shown either way, the wrong number not"
     if refused:
         assert answer.refused and is_refusal(answer.text) and answer.set_aside is None
-        assert answer.relevance["quotes_answer"] == 0.0
+        assert answer.relevance.quotes_answer == 0.0
     else:
         assert not answer.refused and answer.set_aside is not None and "1024" in (answer.notice or "")
 
@@ -203,7 +203,7 @@ def test_the_answer_checks_embed_with_the_embedders_checking_model(tmp_path, emb
     finally:
         rag.close()
         server.__exit__(None, None, None)
-    assert answer.quotes and answer.relevance["similarity"] > 0.5
+    assert answer.quotes and answer.relevance.similarity > 0.5
     assert checker.calls >= 2  # the passages' sentences and the question, for the checks
     assert searcher.calls == 1  # the question, for retrieval only
 
@@ -216,7 +216,7 @@ sentence similarity (0.48) is under RELEVANCE_MIN_SIMILARITY, so the rules alone
 @pytest.mark.slow
 def test_a_doubtful_question_is_left_to_the_model_and_its_checked_answer_shown(shipped):
     answer = shipped.ask(DOUBTFUL)
-    assert answer.relevance["model_decides"] and not answer.relevance["relevant"]
+    assert answer.relevance.model_decides and not answer.relevance.relevant
     assert not answer.refused, answer.text
     assert "qwen2.5" in answer.text.lower() and answer.set_aside is None
     assert answer.quotes, "quotes back the answer once the model has found one"
@@ -231,7 +231,7 @@ def test_a_doubtful_question_is_left_to_the_model_and_its_checked_answer_shown(s
 )
 def test_a_doubtful_question_is_refused_when_the_model_does_not_confirm_it(tmp_path, embedder, pieces):
     answer = ask_standin(tmp_path, embedder, pieces, DOUBTFUL)
-    assert answer.relevance["model_decides"]
+    assert answer.relevance.model_decides
     assert answer.refused and answer.kind == "refusal" and is_refusal(answer.text)
     assert answer.text.startswith("No answer could be confirmed from the documents."), "true whether the model declined or was set aside"
     assert "do not cover" not in answer.text, "the nearest sentences that follow may well answer it: no flat refusal above them"
@@ -256,7 +256,7 @@ MOSTLY_INVENTED = [
 def test_a_doubtful_question_is_refused_when_most_of_the_answer_is_unbacked(tmp_path, embedder, min_supported):
     overrides = {} if min_supported is None else {"doubted_min_supported": min_supported}
     answer = ask_standin(tmp_path, embedder, MOSTLY_INVENTED, DOUBTFUL, **overrides)
-    assert answer.relevance["model_decides"]
+    assert answer.relevance.model_decides
     if min_supported == 0.0:  # the setting turned off: one backed claim is enough, as for other questions
         assert not answer.refused and answer.sentences_checked == 4 and len(answer.unsupported) == 3, answer.text
         return
@@ -276,7 +276,7 @@ def test_a_doubtful_question_is_refused_as_before_when_the_setting_leaves_it_to_
     finally:
         rag.close()
         server.__exit__(None, None, None)
-    assert answer.refused and not answer.relevance["model_decides"] and answer.model == ""
+    assert answer.refused and not answer.relevance.model_decides and answer.model == ""
 
 
 FILES_NOTE = (
@@ -304,9 +304,9 @@ def test_a_name_no_document_holds_is_doubted_and_an_answer_from_elsewhere_refuse
     note = {"testing.md": "# Testing\n\nThe tests of docqa itself run with pytest: type make test.\n"} if named else None
     answer = ask_standin(tmp_path, embedder, PYTEST_ANSWER, PYTEST_QUESTION, note, shipped=True)
     if named:
-        assert "unnamed" not in answer.relevance, answer.relevance
+        assert not answer.relevance.unnamed, answer.relevance
         return
-    assert answer.relevance.get("unnamed") == ["“pytest”"] and answer.relevance["model_decides"], answer.relevance
+    assert answer.relevance.unnamed == ["“pytest”"] and answer.relevance.model_decides, answer.relevance
     assert answer.refused and "No document names “pytest”." in answer.text, answer.text
     assert "test_something.py" not in answer.text
 
@@ -320,9 +320,9 @@ def test_a_construct_no_document_names_is_doubted_and_refused_when_the_model_is_
     invented = "Write with open(name) as f: and the file is closed automatically when the block ends [1]."
     answer = ask_standin(tmp_path, embedder, [invented], WITH_QUESTION, {"files.md": note})
     if named:
-        assert "unnamed" not in answer.relevance and not answer.refused, answer.text
+        assert not answer.relevance.unnamed and not answer.refused, answer.text
         return
-    assert answer.relevance["unnamed"] == ["the “with” statement"] and answer.relevance["model_decides"]
+    assert answer.relevance.unnamed == ["the “with” statement"] and answer.relevance.model_decides
     assert answer.refused and answer.text.startswith("The documents do not cover this. No document names the “with” statement. "), answer.text
     assert "No answer could be confirmed from them." in answer.text, "the nearest sentences follow the refusal and its reason"
 

@@ -161,7 +161,7 @@ def test_unanswerable_thinkpython_questions_are_refused_and_answerable_ones_pass
         answer = thinkpython.ask(it["question"])  # the gate refuses before any model runs, unless it leaves a doubtful one to the model
         if answer.refused:
             assert answer.kind == "refusal" and answer.text.startswith((REFUSAL, UNCONFIRMED)), answer.text
-            assert answer.model == "" or answer.relevance["model_decides"], "only a doubtful question reaches the model"
+            assert answer.model == "" or answer.relevance.model_decides, "only a doubtful question reaches the model"
             assert not answer.set_aside and not answer.quotes, "a refusal shows no quotes and no model text" 
             assert answer.passages and "[1] thinkpython2.pdf, page" in answer.text, "the closest passages are listed"
             refused.append(it["id"])

@@ -160,7 +160,7 @@ def test_a_rare_name_the_embedding_model_does_not_know_is_answered_in_a_two_file
             answer = rag.ask("What about Mirelda?")
         finally:
             rag.close()
-    assert answer.relevance["similarity"] < rag.settings.relevance_min_similarity_with_overlap, "the case the words must carry"
+    assert answer.relevance.similarity < rag.settings.relevance_min_similarity_with_overlap, "the case the words must carry"
     assert not answer.refused and answer.passages[0].source == "good.txt"
     assert "blue drawer" in answer.text
 
