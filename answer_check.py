@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from answer_render import cite, cited_numbers, uncited
-from grounding import CITATION, content_terms, split_sentences
+from grounding import CITATION, YES_NO_WORDS, content_terms, split_sentences
 
 UNITS = (
     "%|percent|bytes?|[kmgt]i?b|kilobytes?|megabytes?|gigabytes?|bits?|characters?|chars?|tokens?|words?|lines?|"
@@ -188,70 +188,66 @@ def check_claims(sentences: Sequence[str], passages: str, question: str = "", pl
 
 
 COVERAGE = 0.5
-"""The share of a sentence's new content words (those not in the question) that its passages must hold."""
+"""The share of a sentence's content words that the passages backing it must hold."""
 
 
 @dataclass(frozen=True)
 class Judgement:
-    """Whether a cited text stands: `text` re-cited to the passages that back it (`evidence`, 1-based), or `reason` why not."""
+    """Whether a cited text stands: `text` re-cited to the passages that back it, or `reason` why not."""
 
     shown: bool
     reason: str = ""
-    evidence: tuple[int, ...] = ()
     text: str = ""
 
 
-def judge_text(text: str, passages: Sequence[str], question: str = "") -> Judgement:
+def judge_text(text: str, passages: Sequence[str]) -> Judgement:
     """The one judge of a cited text (a summary's sentences): every sentence that says something must be
     backed by the passages it cites, or else by the fewest passages that back it, and is re-cited to
     them; one unbacked sentence sets the text aside. Backed: its numbers, names, code and quoted strings
-    stand in those passages (`exact_mismatches`) and COVERAGE of its new content words too."""
-    shown, used = text, set()
+    stand in those passages (`exact_mismatches`) and COVERAGE of its content words too."""
+    shown, backed = text, False
     for sentence in split_sentences(text):
         body = uncited(sentence)
-        if not content_terms(body) - _YES_NO:
+        if not content_terms(body) - YES_NO_WORDS:
             continue  # "[1]", "Yes.", a bullet: nothing to back
         named = cited_numbers(sentence, len(passages))
-        problem = _unbacked(body, [passages[n - 1] for n in named], question) if named else "a sentence cites no passage that holds it"
-        backing = named if problem is None else _backing(body, passages, question)
+        problem = _unbacked(body, [passages[n - 1] for n in named]) if named else "a sentence cites no passage that holds it"
+        backing = named if problem is None else _backing(body, passages)
         if not backing:
             return Judgement(False, problem or "")
         if backing != named:
             shown = shown.replace(sentence, cite(body, backing), 1)
-        used.update(backing)
-    if not used:
+        backed = True
+    if not backed:
         return Judgement(False, "the model wrote no answer")
-    return Judgement(True, evidence=tuple(sorted(used)), text=shown)
+    return Judgement(True, text=shown)
 
 
-_YES_NO = frozenset({"yes", "no"})
-
-
-def _unbacked(text: str, evidence: Sequence[str], question: str) -> str | None:
+def _unbacked(text: str, evidence: Sequence[str]) -> str | None:
     """Why `evidence` does not back `text`, or None when it does."""
     joined = "\n".join(evidence)
-    exact = exact_mismatches(text, joined, question)
+    exact = exact_mismatches(text, joined)
     if exact:
         return exact[0].replace("the passage", "its evidence")
-    if covered_share(text, joined, question) < COVERAGE:
+    if _covered_share(text, joined) < COVERAGE:
         return "its words are not those of the excerpts it names"
     return None
 
 
-def _backing(text: str, passages: Sequence[str], question: str) -> list[int]:
+def _backing(text: str, passages: Sequence[str]) -> list[int]:
     """The fewest passages (1-based), most covering first, that back `text`; empty when all of them together do not."""
-    if _unbacked(text, passages, question) is not None:
+    if _unbacked(text, passages) is not None:
         return []
-    ranked = sorted(range(1, len(passages) + 1), key=lambda n: -covered_share(text, passages[n - 1], question))
+    ranked = sorted(range(1, len(passages) + 1), key=lambda n: -_covered_share(text, passages[n - 1]))
     for size in range(1, len(ranked) + 1):
-        if _unbacked(text, [passages[n - 1] for n in ranked[:size]], question) is None:
+        if _unbacked(text, [passages[n - 1] for n in ranked[:size]]) is None:
             return sorted(ranked[:size])
     return list(range(1, len(passages) + 1))
 
 
-def covered_share(answer: str, evidence: str, question: str) -> float:
-    """The share of the answer's content words beyond the question's that the evidence holds (1.0 if none)."""
-    new = content_terms(answer) - content_terms(question) - _YES_NO
-    if not new:
+def _covered_share(text: str, evidence: str) -> float:
+    """The share of the text's content words that the evidence holds (1.0 if none)."""
+    words = content_terms(text) - YES_NO_WORDS
+    if not words:
         return 1.0
-    return len(new & content_terms(evidence)) / len(new)
+    return len(words & content_terms(evidence)) / len(words)

@@ -69,6 +69,27 @@ class FreeAnswer:
         answer.tidied = tidied
         answer.model_hint = model_hint(answer.model, self.settings.ollama_model)
 
+    def _pieces(self, answer: Answer, messages: list[dict[str, str]], max_tokens: int | None, started: float) -> Iterator[str]:
+        """The model's reply piece by piece: its name, first token's time and words (`draft`) go on the
+        answer; a backend error goes to `failed` and ends the pieces. A reader that stops early closes
+        the backend's stream too, so the model stops generating."""
+        try:
+            llm = self.model()
+            answer.model = llm.name
+            stream = llm.stream(messages, max_tokens)
+            answer.draft = ""
+            try:
+                for piece in stream:
+                    answer.timings.setdefault("first_token_s", time.perf_counter() - started)
+                    answer.draft += piece
+                    yield piece
+            finally:
+                close = getattr(stream, "close", None)
+                if close:
+                    close()
+        except LLMError as exc:
+            self.failed(answer, exc)
+
     def stream_into(
         self, answer: Answer, messages: list[dict[str, str]], started: float, max_tokens: int | None = None
     ) -> Generator[Answer, None, bool]:
@@ -76,7 +97,7 @@ class FreeAnswer:
         limit = max_tokens or self.settings.llm_max_tokens
         pieces = 0
         prefix = answer.text
-        for piece in model_pieces(self.model, answer, messages, max_tokens, started, self.failed):
+        for piece in self._pieces(answer, messages, max_tokens, started):
             answer.text += piece
             pieces += 1
             if pieces % 8 == 0 and repeats_from(answer.text[len(prefix) :]) is not None:
@@ -84,33 +105,3 @@ class FreeAnswer:
             yield answer
         answer.text = answer.text.strip()
         return pieces >= limit
-
-
-def model_pieces(
-    model: Callable[[], LLMBackend],
-    answer: Answer,
-    messages: list[dict[str, str]],
-    max_tokens: int | None,
-    started: float,
-    failed: Callable[[Answer, LLMError], None],
-    schema: dict[str, object] | None = None,
-) -> Iterator[str]:
-    """The model's reply piece by piece, for the draft: its name, first token's time and
-    words (`draft`) go on the answer; a backend error goes to `failed` and ends the pieces. A reader that stops early closes
-    the backend's stream too, so the model stops generating."""
-    try:
-        llm = model()
-        answer.model = llm.name
-        stream = llm.stream(messages, max_tokens) if schema is None else llm.stream(messages, max_tokens, schema=schema)
-        answer.draft = ""
-        try:
-            for piece in stream:
-                answer.timings.setdefault("first_token_s", time.perf_counter() - started)
-                answer.draft += piece
-                yield piece
-        finally:
-            close = getattr(stream, "close", None)
-            if close:
-                close()
-    except LLMError as exc:
-        failed(answer, exc)

@@ -39,6 +39,8 @@ _ITEM_MARK = r"(?:[-*•]|\d+[.)])"
 _BLOCK_BREAK = re.compile(rf"\n\s*\n|\n(?=\s*(?:{_ITEM_MARK}|#+)\s)")
 LIST_ITEM = re.compile(rf"\s*{_ITEM_MARK}\s")
 """A sentence that is a list item ("- TRANS_NONBLOCKING", "2. Open the file"): split_sentences starts one at each."""
+YES_NO_WORDS = frozenset({"yes", "no"})
+"""A bare yes or no: content words by the keyword index, but no claim a passage could back."""
 MIN_SENTENCE_WORDS = 4
 """Shorter answer fragments ("Yes.", "[1]") carry no claim worth checking."""
 MAX_SENTENCE_CHARS = 400
@@ -285,7 +287,7 @@ def claim_sentences(answer: str, skip: Sequence[str] = ()) -> list[str]:
             continue
         (out if len(plain.split()) >= MIN_SENTENCE_WORDS else short).append(sentence)
     whole = " ".join(short)
-    return out or ([whole] if content_terms(whole) - {"yes", "no"} else [])
+    return out or ([whole] if content_terms(whole) - YES_NO_WORDS else [])
 
 
 def check_grounding(
