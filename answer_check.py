@@ -32,7 +32,7 @@ from answer_render import cite, cited_numbers, uncited
 from grounding import CITATION, YES_NO_WORDS, content_terms, split_sentences
 
 UNITS = (
-    "%|percent|bytes?|[kmgt]i?b|kilobytes?|megabytes?|gigabytes?|bits?|characters?|chars?|tokens?|words?|lines?|"
+    "%|percent|bytes?|octets?|[kmgt]i?b|kilobytes?|megabytes?|gigabytes?|bits?|characters?|chars?|tokens?|words?|lines?|"
     "pages?|digits?|elements?|items?|entries|rows?|columns?|frames?|files?|chunks?|passages?|"
     "ms|milliseconds?|seconds?|secs?|minutes?|mins?|hours?|days?|weeks?|months?|years?|"
     "mm|cm|km|m|kg|g|mhz|ghz|times|threads?|cores?"
@@ -74,12 +74,14 @@ def _numbers(text: str) -> list[tuple[str, str]]:
 def exact_mismatches(claim: str, evidence: str, question: str = "") -> list[str]:
     """Numbers, code, identifiers, file names and quoted strings of `claim` found in neither text."""
     allowed = _normal(f"{evidence}\n{question}")
-    allowed_numbers = {n for n, _ in _numbers(f"{evidence}\n{question}")}
+    units_given: dict[str, set[str]] = {}
+    for number, unit in _numbers(f"{evidence}\n{question}"):
+        units_given.setdefault(number, set()).add(_unit_key(unit))
     problems: list[str] = []
     for number, unit in _numbers(claim):
-        if number not in allowed_numbers:
+        if number not in units_given:
             problems.append(f"the number {number} is not in the passage")
-        elif unit and unit not in allowed and unit.rstrip("s") not in allowed:
+        elif unit and not _unit_given(unit, units_given[number], allowed):
             problems.append(f"the passage gives {number} in other units than {unit}")
     spans = [m.group(1) for m in _CODE_SPAN.finditer(claim)]
     spans += [m.group(1) or m.group(2) for m in _QUOTED.finditer(claim)]
@@ -89,6 +91,21 @@ def exact_mismatches(claim: str, evidence: str, question: str = "") -> list[str]
         if key and not CITATION.fullmatch(span.strip()) and key not in allowed and not _parts_named(key, allowed):
             problems.append(f"`{span.strip()}` is not in the passage")
     return list(dict.fromkeys(problems))
+
+
+def _unit_key(unit: str) -> str:
+    """A unit without its plural s ("bits" and "bit" are one unit; "ms" stays milliseconds)."""
+    unit = unit.lower()
+    return "%" if unit == "percent" else unit[:-1] if len(unit) > 2 and unit.endswith("s") else unit
+
+
+def _unit_given(unit: str, given: set[str], allowed: str) -> bool:
+    """Whether the passages give the number in `unit`: written with it, or written bare (a table's
+    cell) with the unit named somewhere. A number the passages give only in other units fails even
+    when the unit stands elsewhere in them ("256 bits" beside "256 octets" and "64 bits")."""
+    if _unit_key(unit) in given:
+        return True
+    return "" in given and (unit in allowed or unit.rstrip("s") in allowed)
 
 
 _DOTTED = re.compile(r"[a-z_]\w*(?:\.[a-z_]\w*)+")
@@ -229,7 +246,7 @@ def _unbacked(text: str, evidence: Sequence[str]) -> str | None:
     exact = exact_mismatches(text, joined)
     if exact:
         return exact[0].replace("the passage", "its evidence")
-    if _covered_share(text, joined) < COVERAGE:
+    if covered_share(text, joined) < COVERAGE:
         return "its words are not those of the excerpts it names"
     return None
 
@@ -238,14 +255,14 @@ def _backing(text: str, passages: Sequence[str]) -> list[int]:
     """The fewest passages (1-based), most covering first, that back `text`; empty when all of them together do not."""
     if _unbacked(text, passages) is not None:
         return []
-    ranked = sorted(range(1, len(passages) + 1), key=lambda n: -_covered_share(text, passages[n - 1]))
+    ranked = sorted(range(1, len(passages) + 1), key=lambda n: -covered_share(text, passages[n - 1]))
     for size in range(1, len(ranked) + 1):
         if _unbacked(text, [passages[n - 1] for n in ranked[:size]]) is None:
             return sorted(ranked[:size])
     return list(range(1, len(passages) + 1))
 
 
-def _covered_share(text: str, evidence: str) -> float:
+def covered_share(text: str, evidence: str) -> float:
     """The share of the text's content words that the evidence holds (1.0 if none)."""
     words = content_terms(text) - YES_NO_WORDS
     if not words:

@@ -225,6 +225,11 @@ class Settings:
         "llama.cpp's flash attention for the embedded model: it reads a 500-token prompt in 6.1 s instead of "
         "6.8-7.2 s on 2 cores (Qwen2.5-Coder 1.5B, 2026-12-06), so the first word comes sooner.",
     )
+    llamacpp_prompt_lookup: int = _setting(
+        0,
+        "Tokens the embedded model may draft from its prompt and check in one pass (prompt lookup decoding); "
+        "0 writes one token a pass. The words are the same; only the time changes.",
+    )
     llm_temperature: float = _setting(
         0.0,
         "Sampling temperature. 0 is greedy: the same passages give the same answer, so an answer can "

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     import ollama
     from llama_cpp import Llama
 
+    from prompt_lookup import DraftingLlama
+
 logger = logging.getLogger(__name__)
 
 Message = dict[str, str]
@@ -165,8 +167,8 @@ class LLMBackend(ABC):
         return f"<{type(self).__name__} {self.name}>"
 
 
-def _log_answer(name: str, tokens: int, started: float) -> None:
-    logger.info("Answered with %s: %s tokens in %.1f s", name, tokens, time.perf_counter() - started)
+def _log_answer(name: str, tokens: int, started: float, passes: str = "") -> None:
+    logger.info("Answered with %s: %s tokens%s in %.1f s", name, tokens, passes, time.perf_counter() - started)
 
 
 # --- Ollama -----------------------------------------------------------------------------
@@ -314,7 +316,7 @@ class LlamaCppBackend(LLMBackend):
         self._settings = settings
         self.model_path = embedded_model_path(settings)
         self.name = f"llama.cpp:{self.model_path.name}"
-        self._llm: Llama | None = None
+        self._llm: DraftingLlama | None = None
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -327,11 +329,11 @@ class LlamaCppBackend(LLMBackend):
         with self._lock:
             self._model()
 
-    def _model(self) -> Llama:
+    def _model(self) -> DraftingLlama:
         """The loaded model; call with the lock held."""
         if self._llm is None:
             try:
-                from llama_cpp import Llama
+                from prompt_lookup import DraftingLlama, PromptLookup
             except (ImportError, OSError) as exc:  # OSError: its compiled library failed to load
                 raise BackendUnavailable(
                     f"llama-cpp-python cannot be loaded ({exc}) — reinstall it with "
@@ -340,11 +342,13 @@ class LlamaCppBackend(LLMBackend):
             threads = self._settings.llamacpp_threads or os.cpu_count() or 1
             started = time.perf_counter()
             try:
-                self._llm = Llama(
+                drafts = self._settings.llamacpp_prompt_lookup
+                self._llm = DraftingLlama(
                     model_path=str(self.model_path),
                     n_ctx=self._settings.llamacpp_context,
                     n_threads=threads,
                     flash_attn=self._settings.llamacpp_flash_attn,
+                    draft_model=PromptLookup(drafts) if drafts > 0 else None,
                     verbose=False,
                 )
             except (ValueError, RuntimeError) as exc:
@@ -395,7 +399,7 @@ class LlamaCppBackend(LLMBackend):
         with self._lock:
             llm = self._model()
             messages = _fit_to_context(llm, messages, max_tokens)
-            started = time.perf_counter()
+            started, passes = time.perf_counter(), llm.passes
             answer: list[str] = []
             try:
                 chunks = llm.create_chat_completion(
@@ -417,7 +421,7 @@ class LlamaCppBackend(LLMBackend):
                     f"llama.cpp failed to answer: {exc} — lower LLM_MAX_TOKENS or TOP_K, or raise LLAMACPP_CONTEXT"
                 ) from exc
             tokens = len(llm.tokenize("".join(answer).encode(), add_bos=False)) if answer else 0
-            _log_answer(self.name, tokens, started)
+            _log_answer(self.name, tokens, started, f" ({llm.passes - passes} model passes)")
 
 
 @contextlib.contextmanager

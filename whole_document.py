@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from answer_check import judge_text
+from answer_check import covered_share, judge_text
 from answer_render import OUTLINE_PART, cite
 from config import Settings
 from doc_types import Chunk
@@ -254,8 +254,10 @@ def judge_summary(sentences: Sequence[tuple[int, str]], parts: Sequence[OutlineP
     """Each sentence held by the answers' one judge (answer_check.judge_text) to the parts' text: its
     numbers, identifiers, code and quoted strings must be in the part it cites, its content words covered
     by it, its yes or no not the opposite. A kept sentence cites the part that covers it best (the model
-    names a neighbouring part that half backs it, seen in the browser); one no part backs, or citing no
-    part there is, is dropped."""
+    names a neighbouring part that half backs it, seen in the browser), and the part it names when that
+    one covers it as well as any (a large document's long parts each cover a sentence's words, and the
+    first of equals was part 1 for every sentence); one no part backs, or citing no part there is, is
+    dropped."""
     texts = [f"{source}\n{p.text}" for p in parts]  # the document's name may be repeated
     kept: list[str] = []
     dropped: list[str] = []
@@ -263,12 +265,15 @@ def judge_summary(sentences: Sequence[tuple[int, str]], parts: Sequence[OutlineP
         if not 1 <= part <= len(parts):
             dropped.append(f"“{_shortened(text)}”: it cites no part")
             continue
-        best = judge_text(text, texts)  # uncited: cited to the part that covers it best, not a neighbour that half backs it
+        as_cited = judge_text(cite(text, [part]), texts)
+        if as_cited.shown and covered_share(text, texts[part - 1]) >= max(covered_share(text, t) for t in texts):
+            kept.append(as_cited.text)
+            continue
+        best = judge_text(text, texts)  # uncited: cited to the part that covers it best
         if best.shown:
             kept.append(best.text)
-        else:  # judged again as cited, only for the reason its part gives
-            why = judge_text(cite(text, [part]), texts).reason
-            dropped.append(f"“{_shortened(text)}”: {why.replace('its evidence', 'the part it cites')}")
+        else:
+            dropped.append(f"“{_shortened(text)}”: {as_cited.reason.replace('its evidence', 'the part it cites')}")
     return Verdict(tuple(kept), tuple(dropped))
 
 

@@ -445,3 +445,11 @@ def test_a_list_kept_in_the_context_brings_all_its_items(embedder, lists):
         assert "cron" not in compact and "Download" not in compact, "the budget still holds"
     else:
         assert not all(f in compact for f in formats), compact
+
+
+def test_a_number_the_passage_gives_only_in_other_units_is_flagged_though_the_unit_stands_elsewhere():
+    passage = "The digest is 32 octets long. Its internal state is 256 octets; blocks are 64 bits."
+    problems = exact_mismatches("The digest is 32 bits long [1].", passage)
+    assert problems and "units" in problems[0]
+    assert exact_mismatches("The digest is 32 octets long [1].", passage) == []
+    assert exact_mismatches("Blocks are 64 bits [1].", passage) == []

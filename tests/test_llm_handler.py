@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from config import Settings, load_settings
@@ -32,6 +33,7 @@ from llm_handler import (
     quotes_answer_messages,
 )
 from ollama_standin import OllamaStandin
+from prompt_lookup import PromptLookup
 
 PASSAGES = [
     ("guide.pdf, page 3", "The Zorblax 3000 espresso machine heats water to exactly 93 degrees Celsius."),
@@ -395,3 +397,32 @@ def test_question_too_long_for_any_trimming_is_a_generation_error() -> None:
     messages = build_messages("why " * 400, PASSAGES)
     with pytest.raises(GenerationError, match="LLAMACPP_CONTEXT"):
         _fit_to_context(ByteTokenizer(n_ctx=600), messages, max_tokens=100)  # type: ignore[arg-type]
+
+
+# --- Prompt lookup decoding ---------------------------------------------------------------
+
+
+def test_prompt_lookup_drafts_what_followed_the_latest_earlier_occurrence_of_the_tail() -> None:
+    lookup = PromptLookup(tokens=3)
+    assert list(lookup(np.array([1, 2, 3, 4, 5, 9, 2, 3], dtype=np.intc))) == [4, 5, 9], "the two-token tail stands earlier"
+    assert list(lookup(np.array([1, 2, 7, 1, 2, 8, 5, 1, 2], dtype=np.intc))) == [8, 5, 1], "its latest occurrence"
+    assert list(lookup(np.array([6, 1, 2, 7, 9, 1, 2, 8, 6, 1, 2], dtype=np.intc))) == [7, 9, 1], "three tokens beat two"
+    assert len(lookup(np.array([1, 2, 3, 4, 5, 6], dtype=np.intc))) == 0, "one shared token drafts nothing"
+
+
+@pytest.mark.slow
+def test_drafting_from_the_prompt_writes_in_fewer_passes_and_reads_prompts_longer_than_a_batch() -> None:
+    """llama-cpp-python's own prompt lookup failed on prompts past one batch (512 tokens) and computed
+    every prompt token's logits; the drafting model reads a 1,000-token prompt and copies from it in
+    fewer passes than it writes tokens."""
+    rules = " ".join(f"Rule {n}: every boat in berth {n} pays {n * 3} euros a night and leaves by noon." for n in range(1, 40))
+    messages = [{"role": "user", "content": f"{rules}\n\nCopy the rule about berth 12 word for word."}]
+    passes, answers = {}, {}
+    for drafts in (0, 8):
+        with LlamaCppBackend(llm_settings(llamacpp_model="smollm2-135m", llamacpp_context=2048, llamacpp_prompt_lookup=drafts)) as backend:
+            answers[drafts] = backend.complete(messages, max_tokens=32)
+            llm = backend._llm
+            assert llm is not None and llm.n_tokens > llm.n_batch
+            passes[drafts] = llm.passes
+    assert answers[8].strip() and "every boat in berth" in answers[8], "a copied phrase was written"
+    assert passes[8] < passes[0] * 0.8, passes

@@ -16,9 +16,11 @@ import pytest
 
 from answer_check import judge_text
 from answer_render import cited_numbers
+from doc_types import Chunk
 from llm_handler import LLMBackend
 from ollama_standin import OllamaStandin
 from rag_system import RAGSystem
+from whole_document import OutlinePart, judge_summary
 
 HANDBOOK = """# Harbour handbook
 
@@ -111,6 +113,18 @@ def test_the_judge_of_a_cited_text_holds_every_sentence_to_what_it_cites():
 
 
 @pytest.mark.slow
+def test_a_summary_sentence_keeps_the_part_it_names_when_that_part_backs_it_as_well_as_any():
+    """Long parts of a large document each cover a sentence's words; the part the model named stays
+    its citation, and only a part that backs it worse is moved to the one that backs it best."""
+    texts = [HANDBOOK, HANDBOOK.replace("Harbour", "Marina"), "## Fees\n\nThe harbour office sells fuel tokens."]
+    parts = [OutlinePart(n, (), (), Chunk(f"c{n}", text, "h.md", "h", n), text) for n, text in enumerate(texts, start=1)]
+    sentence = "Visiting boats moor at pier 4."
+
+    assert judge_summary([(2, sentence)], parts).kept == (f"{sentence[:-1]} [2].",)
+    assert judge_summary([(1, sentence)], parts).kept == (f"{sentence[:-1]} [1].",)
+    assert judge_summary([(3, sentence)], parts).kept == (f"{sentence[:-1]} [1].",)
+
+
 def test_the_packaged_model_lists_every_item_and_refuses_what_the_passages_lack(harbour):
     rag = harbour(None, llm_backend="llamacpp")
     listed = rag.ask("Which payment methods does the fuel dock accept?")
