@@ -5,7 +5,8 @@ the tokens that follow them there are a likely continuation: a draft. llama.cpp 
 a few tokens in one pass, in little more than the time of one token on two cores (writing is
 bound by reading the weights, not by arithmetic), and the model's own choice at each drafted
 position is kept up to the first one that differs. With greedy decoding the answer is the one
-the model writes token by token; only the number of passes falls.
+the model writes token by token, but for near-ties: a pass over several tokens adds up in another
+order than a pass over one, and where two tokens score almost alike the other one may win.
 
 Written here because llama-cpp-python 0.3.36's own `LlamaPromptLookupDecoding` turns on
 `logits_all`: the logits of every prompt token are computed (a later first token), and a
