@@ -31,12 +31,11 @@ from grounding import (
 )
 from name_search import asked_identifiers, defines_in_table
 
-OVERLAP_WEIGHT = 0.05
-"""How much sharing the question's content words adds to a sentence's cosine similarity. At 0.15 a
-sentence that repeats the question's words outranked the one that answers it ("Earlier versions
-defined SHA256 in <nettle/sha.h>" over "Nettle defines SHA256 in <nettle/sha2.h>"); at 0.05 the quotes
-hold the answer for 0.717 of the dev pool's tune questions (0.700 at 0.15; check 0.741 against 0.722),
-and the tune half's answers score the same (docs/answer-results.md)."""
+OVERLAP_WEIGHT = 0.15
+"""How much sharing the question's content words adds to a sentence's cosine similarity. 0.05 was
+measured on 2026-12-06 (docs/answer-results.md): quotes held the answer for more of the dev pool's
+questions, the tune half's answers scored the same, but Think Python lost two answers and the shipped
+guide's "Can I ask docqa questions about a scanned PDF?" lost its quote of the file types read with OCR."""
 CHARS_PER_TOKEN = 4
 """Budgets are counted without the model's tokenizer (Ollama's is out of reach): ~4 characters a token."""
 MIN_QUOTE_WORDS = 5
