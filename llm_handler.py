@@ -167,8 +167,10 @@ class LLMBackend(ABC):
         return f"<{type(self).__name__} {self.name}>"
 
 
-def _log_answer(name: str, tokens: int, started: float, passes: str = "") -> None:
-    logger.info("Answered with %s: %s tokens%s in %.1f s", name, tokens, passes, time.perf_counter() - started)
+def _log_answer(name: str, tokens: int, started: float, passes: int | None = None) -> None:
+    """One log line an answer; `passes`, the model passes it took, shows what prompt lookup saved."""
+    took = f" ({passes} model passes)" if passes is not None else ""
+    logger.info("Answered with %s: %s tokens%s in %.1f s", name, tokens, took, time.perf_counter() - started)
 
 
 # --- Ollama -----------------------------------------------------------------------------
@@ -421,7 +423,7 @@ class LlamaCppBackend(LLMBackend):
                     f"llama.cpp failed to answer: {exc} — lower LLM_MAX_TOKENS or TOP_K, or raise LLAMACPP_CONTEXT"
                 ) from exc
             tokens = len(llm.tokenize("".join(answer).encode(), add_bos=False)) if answer else 0
-            _log_answer(self.name, tokens, started, f" ({llm.passes - passes} model passes)")
+            _log_answer(self.name, tokens, started, llm.passes - passes)
 
 
 @contextlib.contextmanager

@@ -265,15 +265,14 @@ def judge_summary(sentences: Sequence[tuple[int, str]], parts: Sequence[OutlineP
         if not 1 <= part <= len(parts):
             dropped.append(f"“{_shortened(text)}”: it cites no part")
             continue
-        as_cited = judge_text(cite(text, [part]), texts)
-        if as_cited.shown and covered_share(text, texts[part - 1]) >= max(covered_share(text, t) for t in texts):
-            kept.append(as_cited.text)
-            continue
-        best = judge_text(text, texts)  # uncited: cited to the part that covers it best
-        if best.shown:
-            kept.append(best.text)
+        judged = judge_text(cite(text, [part]), texts)
+        shares = [covered_share(text, t) for t in texts]
+        if judged.shown and shares[part - 1] < max(shares):
+            judged = judge_text(text, texts)  # uncited: re-cited to the part that covers it best
+        if judged.shown:
+            kept.append(judged.text)
         else:
-            dropped.append(f"“{_shortened(text)}”: {as_cited.reason.replace('its evidence', 'the part it cites')}")
+            dropped.append(f"“{_shortened(text)}”: {judged.reason.replace('its evidence', 'the part it cites')}")
     return Verdict(tuple(kept), tuple(dropped))
 
 
