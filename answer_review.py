@@ -2,24 +2,27 @@
 
 RAGSystem runs the answer path's stages in order; this module holds what each check does
 to the `Answer`, all measured against one `Evidence`: the passages' sentences embedded once
-with the question, so relevance, quotes, grounding and the verdict read the same vectors.
-The checks need the embedding model; without it RAGSystem makes no `Evidence` and the
-model's text is shown unchecked, with a notice.
+with the question, which relevance, the quotes and the highlights read; the claims themselves
+are judged by their words (answer_check.back_claim), with no similarity threshold. The checks
+need the embedding model; without it RAGSystem makes no `Evidence` and the model's text is
+shown unchecked, with a notice.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from answer_check import back_claim
 from answer_context import Quote, quotes_json, select_quotes, sentence_scores
-from answer_render import refusal_text, uncited
+from answer_render import refusal_text
 from answer_types import Answer, Relevance
 from answer_verdict import (
-    NO_BACKING,
     add_missing_citations,
     add_notice,
     judge,
@@ -50,10 +53,12 @@ class Evidence:
     sentences: PassageSentences
     question_vector: np.ndarray
     scores: list[np.ndarray]
+    question: str
+    """As searched (a follow-up made standalone): its words and numbers count as given when claims are judged."""
 
 
 class AnswerReview:
-    """The checks of one RAGSystem: its settings, the embedder the thresholds were calibrated on, and the keywords' idf."""
+    """The checks of one RAGSystem: its settings, the embedder the relevance thresholds were calibrated on, and the keywords' idf."""
 
     def __init__(self, settings: Settings, embedder: EmbeddingBackend, keywords: KeywordIndex) -> None:
         self.settings = settings
@@ -73,7 +78,7 @@ class AnswerReview:
         relevance = assess_relevance(question_vector, question, sentences, self.settings, rare)
         answer.relevance = Relevance(relevance.similarity, relevance.overlap, relevance.relevant, relevance.model_decides)
         answer.timings["relevance_s"] = time.perf_counter() - t
-        return Evidence(sentences, question_vector, sentence_scores(sentences, question_vector, question, self.keywords.idf))
+        return Evidence(sentences, question_vector, sentence_scores(sentences, question_vector, question, self.keywords.idf), question)
 
     def quote(self, answer: Answer, evidence: Evidence) -> None:
         """The passage sentences that best answer the question, shown before the model writes."""
@@ -100,28 +105,20 @@ class AnswerReview:
         """Keep the model's text, or let the quotes stand as the answer with the reason (answer_verdict.py);
         returns the grounding of the text judged last.
 
-        A claim that nearly copies a sentence of a passage it does not cite is first re-cited
-        to that passage (grounding.corrected_citations). A right claim cited to the wrong
-        passage is kept: when nothing backs the answer as cited, it is checked again,
-        uncited, against every passage and re-cited from that.
+        A claim backed by other passages than it cites is first re-cited to them
+        (grounding.corrected_citations), so a right claim cited to the wrong passage stands, cited right.
         """
         if grounding is not None and (recited := corrected_citations(answer.text, grounding)) != answer.text:
-            log.info("Citation moved to the passage that holds the sentence: %r", recited)
+            log.info("Citation moved to the passages that back the sentence: %r", recited)
             answer.text, answer.tidied = recited, [*answer.tidied, "citation moved to the passage holding the sentence"]
             grounding = self.ground(answer, evidence)
-        texts, cited, labels = [p.text for p in answer.passages], answer.text, [p.label for p in answer.passages]
-        verdict = judge(cited, grounding, texts, question, answer.tidied, labels)
-        if not verdict.shown and verdict.reason == NO_BACKING and uncited(cited) != cited:
-            answer.text = uncited(cited)
-            grounding = self.ground(answer, evidence)
-            verdict = judge(answer.text, grounding, texts, question, answer.tidied, labels)
+        texts, labels = [p.text for p in answer.passages], [p.label for p in answer.passages]
+        verdict = judge(answer.text, grounding, texts, question, answer.tidied, labels)
         if verdict.shown:
             answer.text = add_missing_citations(answer.text, grounding)
         elif answer.quotes:
-            answer.text = cited
             self.quotes_stand(answer, evidence, verdict.reason)
         else:
-            answer.text = cited
             add_notice(answer, f"Check this answer against the sources: {verdict.reason}.")
             answer.unsupported = answer.unsupported or claim_sentences(answer.text, [REFUSAL])
         return grounding
@@ -132,23 +129,26 @@ class AnswerReview:
         self.ground(answer, evidence)  # for the highlights: the quotes are verbatim, never unsupported
         answer.unsupported = []
 
-    def ground(self, answer: Answer, evidence: Evidence) -> Grounding | None:
-        """Which answer sentences the passages back (answer.unsupported, answer.highlights); None when the embedding fails."""
+    def ground(self, answer: Answer, evidence: Evidence) -> Grounding:
+        """Which answer sentences the passages back (answer.unsupported), and the highlights."""
         t = time.perf_counter()
         text = "" if answer.kind == "refusal" else answer.text
-        try:
-            grounding = check_grounding(
-                text, evidence.sentences, self.embedder.for_checks, self.settings, evidence.question_vector, skip=[REFUSAL],
-                idf=self.keywords.idf if self.settings.grounding_idf else None,
-            )
-        except EmbeddingError as exc:
-            log.warning("Grounding check skipped: %s", exc)
-            return None
+        back = functools.partial(_backing, passages=[p.text for p in answer.passages], question=evidence.question)
+        grounding = check_grounding(
+            text, evidence.sentences, back, evidence.question_vector, skip=[REFUSAL],
+            highlight_min_similarity=self.settings.highlight_min_similarity,
+        )
         answer.unsupported = grounding.unsupported
         answer.sentences_checked = len(grounding.checked)
         answer.highlights = grounding.highlights
         answer.timings["grounding_s"] = time.perf_counter() - t
         return grounding
+
+
+def _backing(claim: str, passages: Sequence[str], question: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """What the one judge (answer_check.back_claim) finds for a claim: the passages it cites and those backing it."""
+    backing = back_claim(claim, passages, question)
+    return backing.cited, backing.passages
 
 
 def quote_places(answer: Answer, quotes: list[Quote]) -> list[str]:

@@ -1,8 +1,8 @@
 """Whether the model's answer is shown, or set aside for the quotes.
 
 The model's text is shown when it is non-empty, did not loop, at least one of its claims is
-backed by a passage (grounding.py) and no claim names a number, name, page or file the passages
-lack (answer_check.py). Otherwise the verbatim quotes stand as the answer, with a notice saying
+backed by its evidence (answer_check.back_claim) and no claim names a number, name, page or file
+the passages lack (answer_check.py). Otherwise the verbatim quotes stand as the answer, with a notice saying
 why, and the model's text is kept for the user to open. A user is never shown a model's
 claim the checks found wrong without that warning.
 """
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from answer_check import Disagreement, Place, check_claims
+from answer_check import Disagreement, check_claims
 from answer_context import Quote
 from answer_render import citations, cite_outside_fences, quote_text_lines, unquoted
 from answer_tidy import REPEATED_EARLIER
@@ -37,8 +37,7 @@ def judge(
     """Show the model's text, or set it aside with the reason a user reads.
 
     `labels` are the passages' places as the prompt showed them ("guide.pdf, page 3"): a
-    model that repeats one names no number or file of its own. Without one label per passage
-    the pages and files a sentence names are not checked (there is nothing to check them against)."""
+    model that repeats one names no number or file of its own."""
     if not CITATION.sub("", text).strip(" \t\n.,;:"):  # nothing, or only "[1]" (seen in the browser)
         return Verdict(False, "the model wrote no answer")
     if "repetition cut" in tidied:
@@ -46,8 +45,7 @@ def judge(
     if REPEATED_EARLIER in tidied:
         return Verdict(False, "the model repeated its earlier answer instead of answering this question")
     held = "\n".join([*passages, *labels])
-    places = [Place.of(label, passage) for label, passage in zip(labels, passages, strict=True)] if len(labels) == len(passages) else []
-    found = check_claims(split_sentences(text), held, question, places)
+    found = check_claims(split_sentences(text), held, question)
     if found:
         first = found[0]
         return Verdict(False, f"it does not match the passages: {first.reason}", found)
@@ -57,7 +55,7 @@ def judge(
 
 
 def add_missing_citations(text: str, grounding: Grounding | None) -> str:
-    """An answer that cites nothing gets the passages its supported claims were matched to, at its end.
+    """An answer that cites nothing gets the passages that back its claims, at its end.
 
     An answer that ends in a code block gets them on the prose before the block, or none
     without any (answer_render.cite_outside_fences): on the fence's line they would leave
@@ -65,7 +63,7 @@ def add_missing_citations(text: str, grounding: Grounding | None) -> str:
     """
     if citations(text) or grounding is None:
         return text
-    numbers = sorted({s.evidence[0] for s in grounding.checked if s.supported and s.evidence})
+    numbers = sorted({n for s in grounding.checked for n in s.backing})
     if not numbers:
         return text
     text = text.rstrip()

@@ -296,26 +296,11 @@ class Settings:
         "a passage holding every content word of the question, one of them rare, is relevant whatever "
         "its similarity, since the embedding model may not know the name. 0 turns this off.",
     )
-    grounding_min_similarity: float = _setting(
-        0.55,
-        "An answer sentence is supported when a sentence of a passage it cites (any passage if it cites none) "
-        "has at least this cosine similarity to it and GROUNDING_MIN_OVERLAP of its words occur there; "
-        "unsupported sentences are marked in the UI and listed by `ask --json`.",
-    )
-    grounding_min_overlap: float = _setting(
-        0.6, "Share of an answer sentence's content words (stemmed, no stop words) that must occur in the passages it cites."
-    )
     quotes_judge_min_yes: float = _setting(
         0.45,
         "When the model's answer is set aside or has unbacked claims, the model is asked whether the quotes answer "
         "the question; below this probability of yes, the reply says no answer could be confirmed and shows the "
         "quotes as the nearest sentences, instead of as the answer. 0 turns this second judge off.",
-    )
-    grounding_idf: bool = _setting(
-        True, "Weigh an answer sentence's words by their idf in GROUNDING_MIN_OVERLAP (rare words count more)."
-    )
-    grounding_strong_similarity: float = _setting(
-        0.75, "An answer sentence this similar to a cited passage sentence is supported whatever its words (a paraphrase)."
     )
     highlight_min_similarity: float = _setting(
         0.5, "A passage sentence this similar to the question is highlighted on its source card."

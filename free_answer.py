@@ -59,7 +59,7 @@ class FreeAnswer:
         hit_limit = yield from self.stream_into(answer, messages, started)
         if answer.error:
             return
-        answer.text, tidied = tidy_answer(answer.text, hit_limit, [p.label for p in answer.passages])
+        answer.text, tidied = tidy_answer(answer.text, hit_limit)
         if repeats_earlier(answer.text, [m.get("content", "") for m in history if m.get("role") == "assistant"]):
             tidied.append(REPEATED_EARLIER)  # the last answer copied for a follow-up: set aside by AnswerReview.judge,
             if checks is None:  # which needs the embedding model; without it, the user is told

@@ -1,18 +1,16 @@
 """Is the answer backed by the passages? Relevance before generation, support after it.
 
-Two checks, both with the real embedding model and stemmed keyword overlap, neither with
-the LLM (the embedded 135M model cannot judge its own answers):
-
 - `assess_relevance`: before answering, whether any retrieved passage is close enough to
   the question to answer from. Retrieval scores are rank-based (RRF) and say nothing about
-  relevance, so this uses the cosine similarity of the question to the passages' sentences.
-- `check_grounding`: after answering, each answer sentence against the passages it cites
-  (all passages when it cites none): supported when its closest passage sentence is similar
-  enough and most of its content words occur in those passages, or when the closest
-  sentence is very similar (a paraphrase in other words).
+  relevance, so this uses the cosine similarity of the question to the passages' sentences
+  (with the real embedding model) and stemmed keyword overlap.
+- `check_grounding`: after answering, which claims the passages back, by the one judge that is
+  passed in (answer_check.back_claim: exact names and numbers, and the share of its words the
+  evidence holds; no similarity threshold), and the highlights: in each passage backing a claim,
+  the sentence sharing most of its words, and each passage's sentence closest to the question.
 
-Passage sentences are embedded once per answer (`PassageSentences`) and serve both checks
-and the highlights: the passage sentences that support the answer or match the question.
+Passage sentences are embedded once per answer (`PassageSentences`) for relevance, the quotes
+and the question's highlights.
 """
 
 from __future__ import annotations
@@ -25,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from answer_render import CITATION
+from answer_render import CITATION, cite, uncited
 from config import Settings
 from keyword_index import exact_terms, tokenize
 
@@ -46,17 +44,6 @@ MIN_SENTENCE_WORDS = 4
 MAX_SENTENCE_CHARS = 400
 """A longer span (a code block, a table) is cut at line ends so each piece can be matched."""
 HIGHLIGHTS_PER_PASSAGE = 3
-HIGHLIGHT_MARGIN = 0.1
-"""Besides its best match, a supported claim highlights passage sentences this close behind it."""
-RECITE_MARGIN = 0.25
-"""A claim is re-cited to another passage when one of its sentences matches the claim strongly
-and this much better than anything in the cited passages: small models often copy a sentence
-from one passage and cite its neighbour (measured: 6 of 19 such claims on the dev sets were
-near-copies, similarity 0.87-1.00 against 0.21-0.67 for the passage cited)."""
-QUOTATION = re.compile(r"[“\"]([^”\"\n]{25,600})[”\"]")
-"""A quotation in an answer ("it states “…”"); 25 characters or more, so a quoted name or value is not one."""
-QUOTATION_MIN_WORDS = 5
-"""A quotation this long found word for word in one passage shows where the claim came from."""
 
 
 def split_sentences(text: str) -> list[str]:
@@ -158,10 +145,6 @@ def content_terms(text: str) -> set[str]:
     return set(tokenize(_expand_contractions(CITATION.sub(" ", text)))) - function_words()
 
 
-def _words(text: str) -> str:
-    return " ".join(re.findall(r"\w+", text.lower()))
-
-
 def _strip_markup(sentence: str) -> str:
     return " ".join(CITATION.sub(" ", sentence).replace("#", " ").replace("*", " ").split())
 
@@ -173,8 +156,6 @@ class PassageSentences:
     texts: list[list[str]]
     vectors: list[np.ndarray]
     terms: list[set[str]]
-    words: list[str] = field(default_factory=list)
-    """Each passage as its lower-case words, one space apart, for finding a quotation word for word."""
 
     @classmethod
     def embed(cls, embedder: Any, passages: Sequence[str]) -> PassageSentences:
@@ -185,12 +166,7 @@ class PassageSentences:
         for sentences in texts:
             vectors.append(matrix[start : start + len(sentences)])
             start += len(sentences)
-        return cls(texts=texts, vectors=vectors, terms=[content_terms(p) for p in passages], words=[_words(p) for p in passages])
-
-    def holding(self, quotation: str) -> list[int]:
-        """The passages (1-based) that hold `quotation` word for word, case, markup and punctuation aside."""
-        wanted = f" {_words(quotation)} "
-        return [n for n, text in enumerate(self.words, 1) if wanted in f" {text} "]
+        return cls(texts=texts, vectors=vectors, terms=[content_terms(p) for p in passages])
 
     def best_match(self, vector: np.ndarray, numbers: Sequence[int]) -> tuple[float, int, int]:
         """(similarity, passage number, sentence index) of the closest sentence among `numbers` (1-based)."""
@@ -202,12 +178,6 @@ class PassageSentences:
                 if sims[i] > best[0]:
                     best = (float(sims[i]), n, i)
         return best
-
-
-    def close_to(self, vector: np.ndarray, numbers: Sequence[int], floor: float, minimum: float) -> list[tuple[int, int]]:
-        """(passage number, sentence index) of every sentence among `numbers` at least this similar."""
-        bar = max(floor, minimum)
-        return [(n, int(i)) for n in numbers for i in np.flatnonzero(self.vectors[n - 1] @ vector >= bar)]
 
 
 @dataclass
@@ -248,13 +218,22 @@ def assess_relevance(
 
 @dataclass
 class SentenceSupport:
+    """One claim of an answer and its evidence (answer_check.Backing's passages)."""
+
     sentence: str
     cited: list[int]
-    similarity: float
-    overlap: float
-    supported: bool
-    evidence: tuple[int, int] | None = None  # (passage number, sentence index) it matched
-    better_source: int | None = None  # a passage not cited that holds the claim far more closely
+    backing: list[int]
+    """The passages (1-based) that back it: those it cites when they do, else others; empty when none does."""
+    evidence: tuple[int, int] | None = None  # (passage number, sentence index) that holds most of its words
+
+    @property
+    def supported(self) -> bool:
+        return bool(self.backing)
+
+    @property
+    def recited(self) -> bool:
+        """Backed by other passages than the ones it cites: its citations move to them."""
+        return bool(self.cited) and self.supported and self.backing != self.cited
 
 
 @dataclass
@@ -290,50 +269,35 @@ def claim_sentences(answer: str, skip: Sequence[str] = ()) -> list[str]:
     return out or ([whole] if content_terms(whole) - YES_NO_WORDS else [])
 
 
+Backer = Callable[[str], tuple[Sequence[int], Sequence[int]]]
+"""A claim -> (the passages it cites, the passages that back it): the one judge, bound to the passages."""
+
+
 def check_grounding(
     answer: str,
     sentences: PassageSentences,
-    embedder: Any,
-    settings: Settings,
+    back: Backer,
     question_vector: np.ndarray | None = None,
     skip: Sequence[str] = (),
-    idf: Idf | None = None,
+    highlight_min_similarity: float = 1.0,
 ) -> Grounding:
-    """Judge each claim of `answer` against the passages it cites; collect highlights.
-
-    With `idf` (the keyword index's), a claim's overlap weighs each word by how few chunks hold
-    it: a claim missing the one word that makes it ("covered by software patents" beside a
-    licence that never says "patent") is short of its substance, not of one word in five."""
+    """Judge each claim of `answer` by `back`; collect highlights: in each backing passage the
+    sentence holding most of the claim's words, and with `question_vector` each passage's sentence
+    closest to the question when at least `highlight_min_similarity` close."""
     count = len(sentences.texts)
-    claims = claim_sentences(answer, skip)
     result = Grounding()
     marked: dict[int, set[int]] = {}
-    if claims and count:
-        vectors = np.asarray(embedder.embed_documents([_strip_markup(c) for c in claims]), dtype=np.float32)
-        for claim, vector in zip(claims, vectors, strict=True):
-            cited = sorted({int(n) for n in CITATION.findall(claim) if 1 <= int(n) <= count})
-            against = cited or list(range(1, count + 1))
-            similarity, n, i = sentences.best_match(vector, against)
-            terms = content_terms(claim)
-            known = set().union(*(sentences.terms[m - 1] for m in against))
-            overlap = _weighted_share(terms, known, idf)
-            supported = similarity >= settings.grounding_strong_similarity or (
-                similarity >= settings.grounding_min_similarity and overlap >= settings.grounding_min_overlap
-            )
-            evidence = (n, i) if supported and n else None
-            better = _better_source(sentences, claim, vector, cited, similarity, settings.grounding_strong_similarity)
-            if evidence:
-                for m, j in sentences.close_to(vector, against, similarity - HIGHLIGHT_MARGIN, settings.grounding_min_similarity):
-                    if _highlightable(sentences.texts[m - 1][j]):
-                        marked.setdefault(m, set()).add(j)
-            result.checked.append(
-                SentenceSupport(claim, cited, round(similarity, 4), round(overlap, 4), supported, evidence, better)
-            )
+    for claim in claim_sentences(answer, skip) if count else []:
+        cited, backing = back(claim)
+        evidence = _evidence_sentence(sentences, content_terms(claim), backing)
+        if evidence is not None:
+            marked.setdefault(evidence[0], set()).add(evidence[1])
+        result.checked.append(SentenceSupport(claim, list(cited), list(backing), evidence))
     if question_vector is not None:
         for n in range(1, count + 1):
             sims = sentences.vectors[n - 1] @ question_vector
             for i in np.argsort(-sims):
-                if sims[i] < settings.highlight_min_similarity:
+                if sims[i] < highlight_min_similarity:
                     break
                 if _highlightable(sentences.texts[n - 1][i]):
                     marked.setdefault(n, set()).add(int(i))
@@ -341,6 +305,17 @@ def check_grounding(
     for n, indexes in sorted(marked.items()):
         result.highlights[n] = [sentences.texts[n - 1][i] for i in sorted(indexes)[:HIGHLIGHTS_PER_PASSAGE]]
     return result
+
+
+def _evidence_sentence(sentences: PassageSentences, terms: set[str], backing: Sequence[int]) -> tuple[int, int] | None:
+    """(passage, sentence index) of the highlightable sentence of the backing passages sharing most of `terms`."""
+    best, where = 0, None
+    for n in backing:
+        for i, text in enumerate(sentences.texts[n - 1]):
+            shared = len(terms & content_terms(text))
+            if shared > best and _highlightable(text):
+                best, where = shared, (n, i)
+    return where
 
 
 Idf = Callable[[Iterable[str]], dict[str, float]]
@@ -358,58 +333,13 @@ def term_weights(terms: set[str], idf: Idf | None) -> dict[str, float]:
     return {w: known.get(w, top) for w in terms}
 
 
-def _weighted_share(terms: set[str], known: set[str], idf: Idf | None) -> float:
-    """The share of `terms` that `known` holds, each term weighed by `term_weights`."""
-    weight = term_weights(terms, idf)
-    return sum(weight[t] for t in terms & known) / sum(weight.values()) if terms else 0.0
-
-
-def _better_source(
-    sentences: PassageSentences, claim: str, vector: np.ndarray, cited: Sequence[int], similarity: float, strong: float
-) -> int | None:
-    """The passage that holds a cited claim far more closely than the ones it cites, if any.
-
-    A quotation the claim makes word for word from a passage it does not cite, and from none it
-    cites, names that passage whatever the similarity: the words around a quotation ("This can be
-    seen in the passage [3] where it states “…”") keep the whole sentence from matching closely,
-    though the quotation is exact (seen in the browser, underlined as unsupported beside the
-    passage that held it).
-    """
-    if not cited:
-        return None
-    for quotation in QUOTATION.findall(CITATION.sub(" ", claim)):
-        if len(_words(quotation).split()) >= QUOTATION_MIN_WORDS:
-            holding = sentences.holding(quotation)
-            if holding and not set(holding) & set(cited):
-                return holding[0]
-    best, n, _ = sentences.best_match(vector, range(1, len(sentences.texts) + 1))
-    return n if n not in cited and best >= strong and best - similarity >= RECITE_MARGIN else None
-
-
 def corrected_citations(answer: str, grounding: Grounding) -> str:
-    """`answer` with each claim that `grounding` found in another passage citing that passage instead.
+    """`answer` with each claim backed by other passages than it cites citing those instead.
 
-    The claim's first citation of a passage it wrongly cites becomes the right number and
-    the others go; its other citations stay. Citations are where a user checks a claim, so
-    one pointing at the wrong passage sends them to a page that does not say it.
+    Citations are where a user checks a claim, so one pointing at a passage that does not hold it
+    sends them to a page that does not say it; the judge found the passages that do.
     """
     for support in grounding.checked:
-        if support.better_source is not None:
-            answer = answer.replace(support.sentence, _recite(support.sentence, support.cited, support.better_source), 1)
+        if support.recited:
+            answer = answer.replace(support.sentence, cite(uncited(support.sentence), support.backing), 1)
     return answer
-
-
-def _recite(sentence: str, wrong: Sequence[int], right: int) -> str:
-    """`sentence` with its first citation of a `wrong` passage made `right` and the others dropped."""
-    placed = False
-
-    def swap(match: re.Match[str]) -> str:
-        nonlocal placed
-        if int(match.group(1)) not in wrong:
-            return match.group(0)
-        if placed:
-            return ""
-        placed = True
-        return f"[{right}]"
-
-    return CITATION.sub(swap, sentence)

@@ -248,14 +248,15 @@ class RAGSystem:
         yield self._finish(answer, started)
 
     def _quotes_answer(self, answer: Answer, question: str) -> bool:
-        """Whether the quotes answer the question, asked of the model when its own answer was set aside or
-        has claims no passage backs: the quotes then stand as the answer, or the refusal shows them as the
-        nearest sentences. On the dev pool's tune half the checks flag every unanswerable question the model
-        answers, but as an answer of quotes it is not a refusal; the model, asked only whether the quotes
-        answer the question, tells them apart from the flagged answerable ones (docs/answer-results.md).
-        True when nothing was flagged, the model failed or none can run, or QUOTES_JUDGE_MIN_YES is 0."""
-        flagged = answer.set_aside is not None or bool(answer.unsupported)
-        if not flagged or answer.refused or answer.error or not answer.quotes or self.settings.quotes_judge_min_yes <= 0:
+        """Whether the quotes answer the question, asked of the model when its own answer was set aside: the
+        quotes then stand as the answer, or the refusal shows them as the nearest sentences. On the dev pool's
+        tune half the checks flag every unanswerable question the model answers, but as an answer of quotes
+        it is not a refusal; the model, asked only whether the quotes answer the question, tells them apart
+        from the flagged answerable ones (docs/answer-results.md). An answer shown with some claims marked
+        is not asked about: with the one judge, asking then moved no outcome on either half of the dev pool
+        and cost a model call on half the answers. True when nothing was set aside, the model failed or
+        none can run, or QUOTES_JUDGE_MIN_YES is 0."""
+        if answer.set_aside is None or answer.refused or answer.error or not answer.quotes or self.settings.quotes_judge_min_yes <= 0:
             return True
         llm = self._available_llm()
         if llm is None:

@@ -45,15 +45,24 @@ def _same(text: str, *_: Any, **__: Any) -> str:
     return text
 
 
+def _false(*_: Any, **__: Any) -> bool:
+    return False
+
+
+def _true(*_: Any, **__: Any) -> bool:
+    return True
+
+
 RULES: dict[str, tuple[str, str, Callable[..., Any]]] = {
     "exact_mismatches": ("answer_check", "exact_mismatches", _none),
-    "place_mismatches": ("answer_check", "place_mismatches", _none),
     "corrected_citations": ("grounding", "corrected_citations", _same),
     "add_missing_citations": ("answer_verdict", "add_missing_citations", _same),
     "drop_repeats": ("answer_tidy", "drop_repeats", _unchanged),
-    "fold_pointer_sentences": ("answer_tidy", "fold_pointer_sentences", _unchanged),
     "join_lone_citation": ("answer_tidy", "join_lone_citation", _unchanged),
     "cite_outside_fences": ("answer_render", "cite_outside_fences", _same),
+    "parts_named": ("answer_check", "_parts_named", _false),
+    "unit_given": ("answer_check", "_unit_given", _true),
+    "repeats_earlier": ("answer_tidy", "repeats_earlier", _false),
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from answer_check import exact_mismatches
+from answer_check import back_claim, exact_mismatches
 from answer_context import compact_passages, select_quotes, sentence_scores
 from answer_tidy import CUT_MARKER, repeats_from, tidy_answer
 from answer_verdict import judge, quotes_markdown
@@ -127,64 +127,6 @@ ABSTRACT = "STAT1 serine phosphorylation is required for maximal activation of t
 PLACES = ["Maximal activation of transcription by stat1.txt", "docqa-configuration.docx, Configuration variables", "docqa-user-guide.pdf, pages 3-4"]
 
 
-def test_a_sentence_naming_a_page_or_file_its_passage_is_not_on_is_set_aside():
-    """Seen in the browser: "This is stated in passage [2] on page 4 of the docqa-configuration.docx file" beside
-    an uploaded abstract; "4" and the file name stood in other passages' labels, so the exact check let it pass."""
-    passages = [ABSTRACT, CONFIG_ROW, SETUP]
-    question = "What does STAT1 serine phosphorylation do?"
-    claim = "STAT1 serine phosphorylation is required for maximal activation of transcription [1]."
-    wrong_page = f"{claim} It is stated in passage [1] on page 4, along with the IFN-gamma figures [1]."
-    verdict = judge(wrong_page, None, passages, question, labels=PLACES)
-    assert not verdict.shown and verdict.reason.endswith(
-        "it names page 4, but the passage it cites is from Maximal activation of transcription by stat1.txt"
-    ), "named by its place: the source list renumbers the prompt's [1]"
-    wrong_file = f"{claim} As the docqa-configuration.docx file shows, maximal activation needs it [1]."
-    verdict = judge(wrong_file, None, passages, question, labels=PLACES)
-    assert not verdict.shown and verdict.reason.endswith(
-        "it names docqa-configuration.docx, but the passage it cites is from Maximal activation of transcription by stat1.txt"
-    )
-    assert judge(f"{claim} As page 4 of docqa-user-guide.pdf says, make run starts it [3].", None, passages, question, labels=PLACES).shown
-    assert not judge(f"{claim} As page 7 of the guide says, make run starts it.", None, passages, question, labels=PLACES).shown
-    assert judge(claim, None, passages, "What does page 7 say?", labels=PLACES).shown, "no page named, nothing to check"
-    see_page = ["Dictionaries are described on page 104.", "", ""]
-    assert judge("Dictionaries come on page 104 [1].", None, see_page, "Where?", labels=PLACES).shown, "the passage's own words"
-    assert judge(wrong_file, None, passages, question, labels=PLACES[:2]).shown, "no label for each passage: no place to check against"
-    from answer_check import Place
-
-    assert len(Place.of("atlas.pdf, pages 3-99999").pages) == 1001 and Place.of("atlas.pdf, Maps").pages == frozenset()
-
-
-def test_a_pointer_naming_its_passage_page_and_file_becomes_the_citation():
-    from answer_tidy import fold_pointer_sentences
-
-    seen = (
-        "STAT1 serine phosphorylation is needed for maximal activation. This is stated in passage [2] on page 4 of the "
-        "docqa-configuration.docx file, which lists each variable with its default value and its meaning [2]."
-    )  # seen in the browser: the claim then cites [2] and the grounding check re-cites it to the passage holding it
-    assert fold_pointer_sentences(seen)[0] == "STAT1 serine phosphorylation is needed for maximal activation [2]."
-    ship_15 = "It gets 5 passages for each question. This is specified in the [3] passage on page 1 of the document guide."
-    assert fold_pointer_sentences(ship_15)[0] == "It gets 5 passages for each question [3]."
-    said_more = "It is 1000. This is stated in passage [2] of the notes.md file, next to the limits."
-    assert fold_pointer_sentences(said_more) == (said_more, False)
-    # Seen in the browser: a pointer by number and heading, and the shortest pointer, each underlined beside a right claim.
-    heading = 'CHUNK_OVERLAP must be smaller than CHUNK_SIZE. This is specified in the [1] passage under "Invalid values".'
-    assert fold_pointer_sentences(heading)[0] == "CHUNK_OVERLAP must be smaller than CHUNK_SIZE [1]."
-    assert fold_pointer_sentences("Both are required. This is from [1].")[0] == "Both are required [1]."
-    for claim in ("It is smaller. This is stated in [1] under certain conditions.", "The date. It is from 1998 [1]."):
-        assert fold_pointer_sentences(claim) == (claim, False), "a condition or a fact after the citation is a claim"
-    # Seen with real documents (bench/system_docs.py): a page with no number, a part of the passage named before its
-    # page, and the passage's label copied in brackets.
-    assert fold_pointer_sentences("The default weight is 50. This can be found on page [1].")[0] == "The default weight is 50 [1]."
-    labels = ["dgram.md, lines 310-335", "dgram.md, lines 872-889", "docs/dgram.md, lines 1-20"]
-    label = "The default is 1. This can be found in the passage from [dgram.md, lines 872-889]. [2]"
-    assert fold_pointer_sentences(label, labels)[0] == "The default is 1 [2].", "the label names one passage of the file"
-    assert fold_pointer_sentences("The default is 1. It is stated in [dgram.md].", labels)[0] == "The default is 1 [1][2][3]."
-    numbered = "It is 50. This can be found on page [1] of the shared-mime-info-spec.pdf, under section 2.4."
-    assert fold_pointer_sentences(numbered, ["shared-mime-info-spec.pdf"])[0] == "It is 50 [1].", "seen in the browser"
-    for claim in ("It is 50. This is stated in the globs2 file on page 7 of [1].", "It is 50. The page [1] lists it."):
-        assert fold_pointer_sentences(claim) == (claim, False), "a part of its own, or a page doing something, is a claim"
-
-
 SETUP = (
     "Setting up and running docqa takes two commands, both typed in a terminal in the project folder. "
     "The first sets everything up and starts docqa: make run. The second command runs docqa's test suite, "
@@ -221,20 +163,16 @@ def test_compact_context_keeps_the_answering_sentence_within_budget(tuple_senten
     assert all(not c or c.replace("\n…\n", " ") in " ".join(passages) or "…" in c for c in compact)
 
 
-def test_a_citation_on_a_line_of_its_own_is_joined_to_the_sentence_it_cites(embedder):
+def test_a_citation_on_a_line_of_its_own_is_joined_to_the_sentence_it_cites():
     # Seen in the browser: "...runs on any CPU.\n\n[1]", with passage 1 not the one that says so.
     answer = "The built-in model is SmolLM2-135M-Instruct, run by llama.cpp inside docqa.\n\n[1]"
     text, done = tidy_answer(answer, False)
     assert text == "The built-in model is SmolLM2-135M-Instruct, run by llama.cpp inside docqa [1]."
     assert "citation joined to its sentence" in done
-    from config import load_settings
-    from grounding import check_grounding
-
     passages = ["make run sets everything up and starts docqa.", "Without Ollama, docqa uses its embedded model: SmolLM2-135M-Instruct, run by llama.cpp inside the docqa process."]
-    sentences = PassageSentences.embed(embedder, passages)
-    grounding = check_grounding(text, sentences, embedder, load_settings(environ={}))
-    assert grounding.checked and grounding.checked[0].cited == [1], "the sentence is now checked against the passage it names"
-    assert not grounding.checked[0].supported, "and passage 1 does not back it, so the wrong citation is caught"
+    backing = back_claim(text, passages)
+    assert backing.cited == (1,), "the sentence is now checked against the passage it names"
+    assert backing.reason and backing.passages == (2,), "passage 1 does not back it, so the citation moves to the one that does"
 
 
 def _quotes(embedder, question: str, passages: list[str]):
@@ -329,55 +267,6 @@ def test_the_section_under_a_heading_that_matches_the_question_is_the_quote(embe
     assert quotes[0].number == 1 and quotes[0].text.startswith("Not by default")
     without_heading = _quotes(embedder, question, [passages[0].split("\n\n", 1)[1], passages[1]])
     assert without_heading[0].number == 2, "the heading is what points at the answer"
-
-
-def test_a_sentence_that_only_says_where_the_answer_is_becomes_a_citation():
-    from answer_tidy import fold_pointer_sentences
-
-    text, done = tidy_answer("Tuples are immutable. This is mentioned in [3].", False)
-    assert text == "Tuples are immutable [3]." and "pointer sentence folded into a citation" in done
-    assert fold_pointer_sentences("A is B [1]. It is described in the passage [2].\n\nNext point.")[0] == "A is B [1][2].\n\nNext point."
-    claim = "The passage [3] explains that tuples are immutable."
-    assert fold_pointer_sentences(claim) == (claim, False), "a sentence that also claims something stays"
-    assert fold_pointer_sentences("This is mentioned in [3].") == ("This is mentioned in [3].", False)
-    assert fold_pointer_sentences("Your documents are not touched. The passage is from [1].")[0] == "Your documents are not touched [1]."
-    assert fold_pointer_sentences("Restart docqa. The passage is [2].")[0] == "Restart docqa [2]."
-    assert fold_pointer_sentences("Use index and ask [1]. They are described in the passage from [1].")[0] == "Use index and ask [1]."
-    # seen in the browser: the pointer also names the page, which the citation shows already
-    seen = "Yes, docqa can read scanned PDFs (read with OCR). This is mentioned in [2] on page 3."
-    assert fold_pointer_sentences(seen)[0] == "Yes, docqa can read scanned PDFs (read with OCR) [2]."
-    assert fold_pointer_sentences("It is 1000. This is stated on pages 2-3 of [1].")[0] == "It is 1000 [1]."
-    seen = "Go to http://127.0.0.1:7860. The passage that provides this information is [1]."  # the browser, too
-    assert fold_pointer_sentences(seen)[0] == "Go to http://127.0.0.1:7860 [1]."
-    seen = "Try RETRIEVAL_MODE=vector. The passage that explains this can be found in [1]."  # the browser, 2026-12-03
-    assert fold_pointer_sentences(seen)[0] == "Try RETRIEVAL_MODE=vector [1]."
-    assert fold_pointer_sentences("It is 1000. The source which describes the information is in [2].")[0] == "It is 1000 [2]."
-    claim = "It is 1000. The passage that explains this also lists the limits [1]."
-    assert fold_pointer_sentences(claim) == (claim, False), "a sentence saying what the passage holds stays"
-    claim = "It is 1000. This is mentioned in [2] on page 3, next to the limits."
-    assert fold_pointer_sentences(claim) == (claim, False), "a pointer that goes on to say more stays"
-
-
-def test_a_sentence_naming_the_file_of_the_answer_becomes_that_passages_citation():
-    from answer_tidy import fold_pointer_sentences
-
-    labels = ["guide.md, Setup", "docs/settings.docx, Configuration variables", "docs/settings.docx"]
-    text, done = tidy_answer("Chunks are 1000 characters. This can be found in the [settings.docx] file.", False, labels)
-    assert text == "Chunks are 1000 characters [2][3]." and "pointer sentence folded into a citation" in done
-    assert fold_pointer_sentences("It is 1000 [2]. This is described in settings.docx.", labels)[0] == "It is 1000 [2][3]."
-    seen = 'It is 1000 characters. This can be found in the [settings.docx] file, under the "Configuration variables" section. [1]'
-    assert fold_pointer_sentences(seen, labels)[0] == "It is 1000 characters [2][3][1].", "seen in the browser, with its own citation after it"
-    assert fold_pointer_sentences("It listens on 127.0.0.1. This answer comes from [1].")[0] == "It listens on 127.0.0.1 [1]."
-    assert fold_pointer_sentences("It is 5. The passage comes from [1].")[0] == "It is 5 [1].", "fu-10, in a chat"
-    described = (
-        "The default chunk size is 1000 characters per chunk. This can be found in the [settings.docx] file, which explains "
-        "where docqa reads settings from and lists the settings most people change. [1][3]"
-    )  # seen in the browser: what the file is about adds nothing to the answer
-    assert fold_pointer_sentences(described, labels)[0] == "The default chunk size is 1000 characters per chunk [2][3][1]."
-    on_page = "To open it, go to http://127.0.0.1:7860. This is mentioned on page 2 of [settings.docx]. [1]"
-    assert fold_pointer_sentences(on_page, labels)[0] == "To open it, go to http://127.0.0.1:7860 [2][3][1]."
-    unknown = "It is 1000 [2]. This can be found in the [other.docx] file."
-    assert fold_pointer_sentences(unknown, labels) == (unknown, False), "a file no passage comes from is not a citation"
 
 
 RELEASES = "| release | codename | first shipped | end of life |\n| --- | --- | --- | --- |\n" + "".join(

@@ -229,7 +229,9 @@ def ask_json(shipped, embedder, monkeypatch, capsys):
     import main
 
     monkeypatch.setattr(embeddings, "make_embedder", lambda *args, **kwargs: embedder)  # loaded once per session
-    with OllamaStandin(pieces=["From the documents", " [1]."]) as ollama:
+    # A reply with no claim of its own: the judge leaves its citation where the model put it (a claim
+    # that another passage backs is re-cited there, and the sources list the cited passages first).
+    with OllamaStandin(pieces=["Yes", " [1]."]) as ollama:
         for name, value in cli_env(shipped["home"], LLM_BACKEND="ollama", OLLAMA_HOST=ollama.url).items():
             monkeypatch.setenv(name, value)
         for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
@@ -261,7 +263,7 @@ def test_ask_cites_the_expected_file_first(ask_json, question):
     code, answer = ask_json(question)
     assert code == 0
     shown = answer["answer"] if answer["set_aside"] is None else answer["set_aside"]  # set aside where no passage backs them
-    assert shown.startswith("From the documents")  # the model's words reach the JSON
+    assert shown.startswith("Yes [1]")  # the model's words reach the JSON
     expected = EXPECTED_SOURCES[question]
     top = answer["sources"][0]
     assert top["source"] == expected["file"]

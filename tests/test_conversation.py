@@ -302,7 +302,7 @@ def test_follow_up_is_rewritten_by_ollama_and_the_model_sees_bounded_history(doc
         bounded.close()
 
     assert answer.standalone_question == "How do I create a tuple in Python?"
-    rewrite_request, answer_request = ollama.chat_requests
+    rewrite_request, answer_request = ollama.chat_requests[:2]  # a judge's question may follow
     assert "Last question: and what about tuples?" in rewrite_request["messages"][-1]["content"]
     assert rewrite_request["options"]["num_predict"] == settings.rewrite_max_tokens
     roles = [m["role"] for m in answer_request["messages"]]

@@ -109,7 +109,7 @@ def test_the_llm_backend_handed_in_answers_and_is_kept_after_a_failure(make_sett
         name = "scripted"
 
         def __init__(self) -> None:
-            self.replies: list = [GenerationError("the model stopped"), "Bees dance to share where flowers are [1]."]
+            self.replies: list = [GenerationError("the model stopped"), "Honeybees dance to show where flowers are [1]."]
 
         def stream(self, messages, max_tokens=None, schema=None):
             reply = self.replies.pop(0)
@@ -125,6 +125,6 @@ def test_the_llm_backend_handed_in_answers_and_is_kept_after_a_failure(make_sett
         rag.index()
         assert "the model stopped" in (rag.ask("Why do honeybees dance?").error or "")
         assert rag.llm is llm and rag.model_name() == "scripted"
-        assert rag.ask("Why do honeybees dance?").text.startswith("Bees dance")
+        assert rag.ask("Why do honeybees dance?").text.startswith("Honeybees dance to show")
     finally:
         rag.close()

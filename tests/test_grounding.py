@@ -16,11 +16,13 @@ from typing import Any, Iterator
 import numpy as np
 import pytest
 
+from answer_check import back_claim
 from answer_render import UNCONFIRMED, answer_as_text
 from config import load_settings
 from conftest import THINKPYTHON_PDF, THINKPYTHON_QA, module_settings, rag_with, require
 from doc_types import Chunk
 from grounding import (
+    Grounding,
     PassageSentences,
     assess_relevance,
     check_grounding,
@@ -28,7 +30,6 @@ from grounding import (
     corrected_citations,
     split_sentences,
 )
-from keyword_index import KeywordIndex
 from llm_handler import REFUSAL, LLMBackend
 from rag_system import Answer
 from retriever import Passage
@@ -55,6 +56,16 @@ def sentences(embedder: Any) -> PassageSentences:
     return PassageSentences.embed(embedder, [TUPLES, DICTIONARIES])
 
 
+def judged(answer: str, sentences: PassageSentences, passages: tuple[str, ...] = (TUPLES, DICTIONARIES), **kwargs: Any) -> Grounding:
+    """check_grounding with the one judge (answer_check.back_claim) bound to the passages."""
+
+    def back(claim: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        backing = back_claim(claim, passages)
+        return backing.cited, backing.passages
+
+    return check_grounding(answer, sentences, back, **kwargs)
+
+
 def test_sentences_are_exact_substrings_split_at_sentence_ends_and_blank_lines() -> None:
     text = "A tuple is a sequence. It is immutable [1].\n\nUse a comma: t = 'a',\n- one item\n- two items"
     parts = split_sentences(text)
@@ -72,47 +83,55 @@ def test_an_abbreviation_does_not_end_a_sentence() -> None:
     ]
 
 
-def test_grounding_flags_the_sentence_the_sources_do_not_support(sentences: PassageSentences, embedder: Any) -> None:
+def test_grounding_flags_the_sentence_the_sources_do_not_support(sentences: PassageSentences) -> None:
     answer = (
         "A tuple is a sequence of values, and tuples are immutable [1]. "
         "The Eiffel Tower was completed in 1889 for the World's Fair in Paris."
     )
 
-    result = check_grounding(answer, sentences, embedder, SETTINGS)
+    result = judged(answer, sentences)
 
     assert result.unsupported == ["The Eiffel Tower was completed in 1889 for the World's Fair in Paris."]
     assert len(result.checked) == 2 and result.supported_share == 0.5
-    assert "A tuple is a sequence of values." in result.highlights[1]
+    assert "A tuple is a sequence of values." in result.highlights[1], "the sentence holding most of the claim's words"
 
 
-def test_a_sentence_is_judged_only_against_the_passages_it_cites(sentences: PassageSentences, embedder: Any) -> None:
-    cited_right = check_grounding("The keys of a dictionary have to be hashable [2].", sentences, embedder, SETTINGS)
-    cited_wrong = check_grounding("The keys of a dictionary have to be hashable [1].", sentences, embedder, SETTINGS)
+def test_a_claim_is_backed_by_the_passages_it_cites_or_moved_to_those_that_back_it(sentences: PassageSentences) -> None:
+    cited_right = judged("The keys of a dictionary have to be hashable [2].", sentences)
+    cited_wrong = judged("The keys of a dictionary have to be hashable [1].", sentences)
+    held_nowhere = judged("The keys of a dictionary are sorted by their insertion time [2].", sentences)
 
-    assert cited_right.unsupported == []
-    assert cited_wrong.unsupported == ["The keys of a dictionary have to be hashable [1]."]
+    assert cited_right.unsupported == [] and not cited_right.checked[0].recited
+    assert cited_wrong.unsupported == [] and cited_wrong.checked[0].backing == [2] and cited_wrong.checked[0].recited
+    assert held_nowhere.unsupported == ["The keys of a dictionary are sorted by their insertion time [2]."]
 
 
-def test_a_claim_copied_from_a_passage_it_does_not_cite_is_re_cited_to_it(sentences: PassageSentences, embedder: Any) -> None:
+def test_a_claim_cited_to_a_passage_that_does_not_hold_it_is_re_cited(sentences: PassageSentences) -> None:
     answer = "The keys of a dictionary have to be hashable [1]. The important difference is that tuples are immutable [1][2]."
 
-    result = check_grounding(answer, sentences, embedder, SETTINGS)
+    result = judged(answer, sentences)
 
-    assert [s.better_source for s in result.checked] == [2, None]  # the second cites the passage that holds it
+    assert [s.backing for s in result.checked] == [[2], [1, 2]]  # the second's citations together back it
     assert corrected_citations(answer, result) == (
         "The keys of a dictionary have to be hashable [2]. The important difference is that tuples are immutable [1][2]."
     )
 
 
-def test_refusal_and_short_fragments_are_not_claims(sentences: PassageSentences, embedder: Any) -> None:
-    result = check_grounding(f"{REFUSAL} Yes [1].", sentences, embedder, SETTINGS, skip=[REFUSAL])
+def test_a_number_its_evidence_lacks_leaves_a_claim_unbacked(sentences: PassageSentences) -> None:
+    """Exact things are judged against the claim's evidence: the words are the passage's, the count is not."""
+    result = judged("To create a tuple with a single element, you have to include 2 final commas [1].", sentences)
+    assert result.unsupported and result.checked[0].backing == []
+
+
+def test_refusal_and_short_fragments_are_not_claims(sentences: PassageSentences) -> None:
+    result = judged(f"{REFUSAL} Yes [1].", sentences, skip=[REFUSAL])
     assert result.checked == []
 
 
 def test_highlights_mark_the_passage_sentence_that_matches_the_question(sentences: PassageSentences, embedder: Any) -> None:
     question = np.asarray(embedder.embed_query("How do I make a tuple with one element?"), dtype=np.float32)
 
-    result = check_grounding("", sentences, embedder, SETTINGS, question_vector=question)
+    result = judged("", sentences, question_vector=question, highlight_min_similarity=SETTINGS.highlight_min_similarity)
 
     assert result.highlights == {1: ["To create a tuple with a single element, you have to include a final comma: t1 = 'a',"]}
 
@@ -299,23 +318,25 @@ SKIPPED = (
     "Files of other types are skipped. A file larger than 10 MB (the MAX_FILE_MB setting) is skipped too, "
     "and so is a file that cannot be converted to text, such as a damaged PDF. The other documents are still indexed."
 )
-POINTER = 'This can be seen in the passage [{n}] where it states "Files larger than this many megabytes are skipped."'
+QUOTING = 'Files larger than the limit are skipped ("Files larger than this many megabytes are skipped") [{n}].'
 
 
 def test_a_claim_quoting_an_uncited_passage_word_for_word_is_re_cited_to_it(embedder: Any) -> None:
-    """Seen in the browser: the pointer words kept the sentence below the near-copy bar, so a claim whose
-    quotation passage [2] holds word for word was underlined as unsupported beside it."""
-    sentences = PassageSentences.embed(embedder, [TROUBLESHOOTING, SETTINGS_TABLE])
-    wrong = check_grounding(POINTER.format(n=1), sentences, embedder, SETTINGS)
-    assert wrong.unsupported and wrong.checked[0].better_source == 2
-    recited = corrected_citations(POINTER.format(n=1), wrong)
-    assert recited == POINTER.format(n=2)
-    assert check_grounding(recited, sentences, embedder, SETTINGS).unsupported == []
+    """A quotation is exact: only the passage holding it word for word backs the claim, whatever it cites."""
+    passages = (TROUBLESHOOTING, SETTINGS_TABLE)
+    sentences = PassageSentences.embed(embedder, list(passages))
+    wrong = judged(QUOTING.format(n=1), sentences, passages)
+    assert wrong.checked[0].backing == [2] and wrong.checked[0].recited
+    recited = corrected_citations(QUOTING.format(n=1), wrong)
+    assert recited == QUOTING.format(n=2)
+    assert judged(recited, sentences, passages).unsupported == []
 
-    cited_both = check_grounding(POINTER.format(n=1).replace("[1]", "[1][2]"), sentences, embedder, SETTINGS)
-    assert cited_both.checked[0].better_source is None, "it already cites the passage that holds the quotation"
-    short = 'This can be seen in the passage [1] where it says "skipped files are listed" by the table.'
-    assert check_grounding(short, sentences, embedder, SETTINGS).checked[0].better_source is None, "not word for word"
+    cited_both = judged(QUOTING.format(n=1).replace("[1]", "[1][2]"), sentences, passages)
+    assert not cited_both.checked[0].recited, "it already cites the passage that holds the quotation"
+    made_up = 'Files larger than the limit are deleted ("Files larger than this are deleted") [2].'
+    assert judged(made_up, sentences, passages).unsupported == [made_up], "a quotation no passage holds backs nothing"
+    pointer = 'This can be seen in the passage [2] where it states "Files larger than this many megabytes are skipped."'
+    assert judged(pointer, sentences, passages).unsupported == [pointer], "words saying where, not what: none of them is evidence"
 
 
 def test_ask_re_cites_a_quotation_to_the_passage_that_holds_it(make_settings: Any, embedder: Any) -> None:
@@ -327,39 +348,11 @@ def test_ask_re_cites_a_quotation_to_the_passage_that_holds_it(make_settings: An
     }
 
     def write(n: dict[str, str]) -> list[str]:
-        return [f"A file larger than 10 MB (the MAX_FILE_MB setting) is skipped [{n['guide']}]. ", POINTER.format(n=n["troubleshooting"])]
+        return [f"A file larger than 10 MB (the MAX_FILE_MB setting) is skipped [{n['guide']}]. ", QUOTING.format(n=n["troubleshooting"])]
 
     answer = ask_stand_in(make_settings, embedder, files, write, "What happens to a file that is larger than the size limit?")
-    assert POINTER.format(n=number_of(answer, "settings")) in answer.text, answer.text
+    assert QUOTING.format(n=number_of(answer, "settings")) in answer.text, answer.text
     assert not answer.set_aside and not answer.unsupported, (answer.set_aside, answer.unsupported)
-
-
-def test_a_claim_missing_its_one_rare_word_is_unsupported_when_words_weigh_by_idf(
-    sentences: PassageSentences, embedder: Any, tmp_path: Any
-) -> None:
-    """With the keyword index's idf, an answer sentence's overlap weighs each word by how few chunks hold
-    it: a claim whose only word the cited passage lacks is the rare one that makes it ("encrypted" in a
-    corpus where one other chunk says it) is short of its substance; counted one word each, 3 of 4 words
-    pass. A claim whose words the passage holds is supported either way."""
-    filler = [
-        "Tuples are immutable sequences, so a tuple of values cannot change.",
-        "A sequence of tuples can be sorted; tuples compare element by element.",
-        "Lists are mutable sequences; tuples are immutable sequences.",
-        "The archive stores its members encrypted with a password.",
-    ]
-    keywords = KeywordIndex(tmp_path)
-    texts = [TUPLES, DICTIONARIES, *filler]
-    keywords.add_chunks([Chunk(id=f"c{i}", text=t, source="book.md", title="book", chunk_index=i) for i, t in enumerate(texts)])
-    rare_claim = "Tuples are immutable sequences that are encrypted [1]."
-    held_claim = "The important difference is that tuples are immutable [1]."
-
-    plain = check_grounding(rare_claim, sentences, embedder, SETTINGS)
-    weighed = check_grounding(rare_claim, sentences, embedder, SETTINGS, idf=keywords.idf)
-    held = check_grounding(held_claim, sentences, embedder, SETTINGS, idf=keywords.idf)
-
-    assert plain.unsupported == [], "3 of 4 words held: supported when every word counts one"
-    assert weighed.unsupported == [rare_claim] and weighed.checked[0].overlap < plain.checked[0].overlap
-    assert held.unsupported == []
 
 
 def test_an_answer_of_short_fragments_is_checked_as_one_claim() -> None:
