@@ -154,6 +154,21 @@ def test_a_set_aside_answer_is_refused_when_the_model_judges_its_quotes_do_not_a
         assert not answer.refused and answer.set_aside is not None and "1024" in (answer.notice or "")
 
 
+def test_an_answer_shown_with_a_marked_sentence_is_not_judged_again_by_the_model(tmp_path, embedder):
+    """One claim backed, one that no passage backs: the answer stands, the unbacked claim is marked,
+    and the model is not asked about the quotes (that costs a model call and moved no outcome)."""
+    pieces = ["The default chunk size is 1000 characters [2]. ", "Larger chunks always make answers more accurate [2]."]
+    rag, server = ollama_rag(tmp_path, embedder, pieces, formatted=['"no"'])
+    try:
+        answer = rag.ask("What is the default chunk size?")
+    finally:
+        rag.close()
+        server.__exit__(None, None, None)
+    assert answer.set_aside is None and "1000 characters" in answer.text
+    assert [s for s in answer.unsupported if "more accurate" in s], answer.unsupported
+    assert [r for r in server.chat_requests if r.get("format")] == [], "no yes-or-no question asked"
+
+
 def test_a_looping_model_is_cut_and_set_aside(tmp_path, embedder):
     rag, server = ollama_rag(tmp_path, embedder, ["The default chunk size is 1000 characters [2]. "] * 12)
     try:
