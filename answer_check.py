@@ -24,6 +24,7 @@ are far larger than the answer model itself, and none installs offline here.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -230,12 +231,19 @@ def evidence_share(text: str, evidence: Sequence[str], question: str = "") -> fl
     words = beyond or words  # what a claim adds to the question; a claim adding nothing must be found whole
     if not words:
         return 1.0
-    sentences = [content_terms(s) & words for passage in evidence for s in split_sentences(passage)]
+    sentences = [terms & words for passage in evidence for terms in _sentence_terms(passage)]
     held: set[str] = set()
     for _ in range(EVIDENCE_SENTENCES):
         best = max(sentences, key=lambda terms: len(terms - held), default=set())
         held |= best
     return len(held) / len(words)
+
+
+@functools.lru_cache(maxsize=1024)
+def _sentence_terms(passage: str) -> tuple[frozenset[str], ...]:
+    """Each sentence's content words, once per passage: every claim of an answer, and each step of
+    `_backing`, reads the same few passages again."""
+    return tuple(frozenset(content_terms(s)) for s in split_sentences(passage))
 
 
 def covered_share(text: str, evidence: str) -> float:

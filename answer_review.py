@@ -111,7 +111,6 @@ class AnswerReview:
         if grounding is not None and (recited := corrected_citations(answer.text, grounding)) != answer.text:
             log.info("Citation moved to the passages that back the sentence: %r", recited)
             answer.text, answer.tidied = recited, [*answer.tidied, "citation moved to the passage holding the sentence"]
-            grounding = self.ground(answer, evidence)
         texts, labels = [p.text for p in answer.passages], [p.label for p in answer.passages]
         verdict = judge(answer.text, grounding, texts, question, answer.tidied, labels)
         if verdict.shown:
@@ -133,7 +132,7 @@ class AnswerReview:
         """Which answer sentences the passages back (answer.unsupported), and the highlights."""
         t = time.perf_counter()
         text = "" if answer.kind == "refusal" else answer.text
-        back = functools.partial(_backing, passages=[p.text for p in answer.passages], question=evidence.question)
+        back = functools.partial(_cited_and_backing, passages=[p.text for p in answer.passages], question=evidence.question)
         grounding = check_grounding(
             text, evidence.sentences, back, evidence.question_vector, skip=[REFUSAL],
             highlight_min_similarity=self.settings.highlight_min_similarity,
@@ -145,7 +144,7 @@ class AnswerReview:
         return grounding
 
 
-def _backing(claim: str, passages: Sequence[str], question: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def _cited_and_backing(claim: str, passages: Sequence[str], question: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """What the one judge (answer_check.back_claim) finds for a claim: the passages it cites and those backing it."""
     backing = back_claim(claim, passages, question)
     return backing.cited, backing.passages

@@ -298,7 +298,7 @@ class Settings:
     )
     quotes_judge_min_yes: float = _setting(
         0.45,
-        "When the model's answer is set aside or has unbacked claims, the model is asked whether the quotes answer "
+        "When the model's answer is set aside, the model is asked whether the quotes answer "
         "the question; below this probability of yes, the reply says no answer could be confirmed and shows the "
         "quotes as the nearest sentences, instead of as the answer. 0 turns this second judge off.",
     )

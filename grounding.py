@@ -224,7 +224,6 @@ class SentenceSupport:
     cited: list[int]
     backing: list[int]
     """The passages (1-based) that back it: those it cites when they do, else others; empty when none does."""
-    evidence: tuple[int, int] | None = None  # (passage number, sentence index) that holds most of its words
 
     @property
     def supported(self) -> bool:
@@ -292,7 +291,7 @@ def check_grounding(
         evidence = _evidence_sentence(sentences, content_terms(claim), backing)
         if evidence is not None:
             marked.setdefault(evidence[0], set()).add(evidence[1])
-        result.checked.append(SentenceSupport(claim, list(cited), list(backing), evidence))
+        result.checked.append(SentenceSupport(claim, list(cited), list(backing)))
     if question_vector is not None:
         for n in range(1, count + 1):
             sims = sentences.vectors[n - 1] @ question_vector
@@ -334,12 +333,15 @@ def term_weights(terms: set[str], idf: Idf | None) -> dict[str, float]:
 
 
 def corrected_citations(answer: str, grounding: Grounding) -> str:
-    """`answer` with each claim backed by other passages than it cites citing those instead.
+    """`answer` with each claim backed by other passages than it cites citing those instead; `grounding`
+    is updated to match (the claim now cites what backs it), so it need not be judged again.
 
     Citations are where a user checks a claim, so one pointing at a passage that does not hold it
     sends them to a page that does not say it; the judge found the passages that do.
     """
     for support in grounding.checked:
         if support.recited:
-            answer = answer.replace(support.sentence, cite(uncited(support.sentence), support.backing), 1)
+            recited = cite(uncited(support.sentence), support.backing)
+            answer = answer.replace(support.sentence, recited, 1)
+            support.sentence, support.cited = recited, list(support.backing)
     return answer

@@ -308,7 +308,7 @@ class RAGSystem:
             self.review.quote(answer, checks)
             grounding = self.review.judge(answer, checks, question, self.review.ground(answer, checks))
             backed = grounding.supported_share if grounding is not None and grounding.supported_share is not None else 1.0
-            if answer.set_aside is None and backed >= self.settings.doubted_min_supported and self._quotes_answer(answer, question):
+            if answer.set_aside is None and backed >= self.settings.doubted_min_supported:
                 yield self._finish(answer, started)
                 return
             reason = answer.notice if answer.set_aside is not None else f"only {backed:.0%} of the model's claims are backed"

@@ -157,7 +157,7 @@ def test_a_citation_added_after_a_code_block_leaves_the_fence_closed():
     from answer_verdict import add_missing_citations
     from grounding import Grounding, SentenceSupport
 
-    grounding = Grounding([SentenceSupport("Use a list, written with brackets:", [], [2], (2, 0))])
+    grounding = Grounding([SentenceSupport("Use a list, written with brackets:", [], [2])])
     text = add_missing_citations(CODE_ANSWER, grounding)
     assert text.endswith("\n```") and text.startswith("Use a list, written with brackets [2]:"), (
         "the citation goes to the prose before the code, neither onto the closing fence nor alone under it"
