@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from answer_render import cite, cited_numbers, uncited
-from grounding import CITATION, YES_NO_WORDS, content_terms, split_sentences
+from grounding import CITATION, YES_NO_WORDS, content_terms, expand_contractions, split_sentences
 
 UNITS = (
     "%|percent|bytes?|octets?|[kmgt]i?b|kilobytes?|megabytes?|gigabytes?|bits?|characters?|chars?|tokens?|words?|lines?|"
@@ -205,7 +205,38 @@ def _unbacked(text: str, evidence: Sequence[str], question: str = "") -> str | N
         return exact[0].replace("the passage", "its evidence")
     if evidence_share(text, evidence, question) < COVERAGE:
         return "its words are not those of the excerpts it names"
+    if _reverses(text, evidence, question):
+        return "it says the opposite of its evidence (one of them is negated)"
     return None
+
+
+NEGATIONS = frozenset({"no", "not", "never", "cannot", "neither", "nor", "none"})
+"""Words that turn a statement round; "doesn't" reads as "does not" (`expand_contractions`)."""
+_CLAUSE_BREAK = re.compile(r"[,;:]\s|\s(?:but|while|whereas|although|though)\s", re.IGNORECASE)
+
+
+def _negated(text: str) -> bool:
+    return not NEGATIONS.isdisjoint(re.findall(r"[a-z]+", expand_contractions(uncited(text)).lower()))
+
+
+def _reverses(text: str, evidence: Sequence[str], question: str = "") -> bool:
+    """Whether a claim that adds no word to the question (a yes or no: "Yes, libtasn1 handles the
+    REAL type") is negated where every evidence clause holding half its words or more is not, or the
+    other way round. Such a claim is its evidence's words in another order, so the share of words
+    backs a reversed yes as well as the right one; the negation is the one thing it adds."""
+    words = content_terms(text) - YES_NO_WORDS
+    if not words or words - content_terms(question):
+        return False
+    near = [negated for passage in evidence for terms, negated in _clause_polarity(passage) if 2 * len(terms & words) >= len(words)]
+    return bool(near) and _negated(text) not in near
+
+
+@functools.lru_cache(maxsize=1024)
+def _clause_polarity(passage: str) -> tuple[tuple[frozenset[str], bool], ...]:
+    """Each clause's content words and whether it is negated: a negation in another clause ("a font
+    will always be returned, but doesn't ensure that it is anything like ...") does not turn the first round."""
+    clauses = [c for sentence in split_sentences(passage) for c in _CLAUSE_BREAK.split(sentence)]
+    return tuple((frozenset(content_terms(c)), _negated(c)) for c in clauses)
 
 
 def _backing(text: str, passages: Sequence[str], question: str = "") -> list[int]:

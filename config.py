@@ -297,10 +297,12 @@ class Settings:
         "its similarity, since the embedding model may not know the name. 0 turns this off.",
     )
     quotes_judge_min_yes: float = _setting(
-        0.45,
+        0.64,
         "When the model's answer is set aside, the model is asked whether the quotes answer "
         "the question; below this probability of yes, the reply says no answer could be confirmed and shows the "
-        "quotes as the nearest sentences, instead of as the answer. 0 turns this second judge off.",
+        "quotes as the nearest sentences, instead of as the answer. 0 turns this second judge off. "
+        "Between the highest p(yes) of an unanswerable question (0.63) and the lowest of quotes that "
+        "answered (0.66) on the dev pool's tune half and the other dev sets (docs/answer-results.md).",
     )
     highlight_min_similarity: float = _setting(
         0.5, "A passage sentence this similar to the question is highlighted on its source card."

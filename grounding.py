@@ -133,7 +133,7 @@ _CLITIC = re.compile(r"(?<=\w)['’](?:s|re|ve|ll|d|m)\b", re.IGNORECASE)
 _CONTRACTED = {"ca": "can", "wo": "will", "sha": "shall"}  # can't, won't, shan't
 
 
-def _expand_contractions(text: str) -> str:
+def expand_contractions(text: str) -> str:
     """"don't" -> "do not", "it's" -> "it": split at the apostrophe, "don" and "t" read as
     content words, which no passage without the contraction holds."""
     text = _NEGATED.sub(lambda m: f"{_CONTRACTED.get(m.group(1).lower(), m.group(1))} not", text)
@@ -142,7 +142,7 @@ def _expand_contractions(text: str) -> str:
 
 def content_terms(text: str) -> set[str]:
     """Stemmed content words, as the keyword index sees them, without asking words, contractions or citation numbers."""
-    return set(tokenize(_expand_contractions(CITATION.sub(" ", text)))) - function_words()
+    return set(tokenize(expand_contractions(CITATION.sub(" ", text)))) - function_words()
 
 
 def _strip_markup(sentence: str) -> str:

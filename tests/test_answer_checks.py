@@ -342,3 +342,23 @@ def test_a_number_the_passage_gives_only_in_other_units_is_flagged_though_the_un
     assert problems and "units" in problems[0]
     assert exact_mismatches("The digest is 32 octets long [1].", passage) == []
     assert exact_mismatches("Blocks are 64 bits [1].", passage) == []
+
+
+# Yes/no pairs: (question, the evidence passage, a claim that agrees with it, one that reverses it).
+YES_NO_PAIRS = [
+    ("Does the library handle the REAL type?", "The library doesn't handle the REAL type, and decoding one fails.",
+     "No, the library does not handle the REAL type [1].", "Yes, the library handles the REAL type [1]."),
+    ("Is plain LZMA supported in the container format?", "Thus, the plain LZMA will not be supported in this container format.",
+     "No, plain LZMA is not supported in the container format [1].", "Yes, plain LZMA is supported in the container format [1]."),
+    ("Does font matching always return a font?", "Font matching ensures that a font will always be returned, but doesn't ensure that it is anything like the pattern.",
+     "Yes, font matching always returns a font [1].", "No, font matching does not always return a font [1]."),
+]
+
+
+@pytest.mark.parametrize("question,passage,agrees,reverses", YES_NO_PAIRS)
+def test_a_yes_or_no_that_reverses_its_evidence_is_not_backed(question, passage, agrees, reverses):
+    # A claim adding no word to the question holds all its words in its evidence either way;
+    # only the negation tells the reversed one apart, and one in another clause does not count.
+    assert not back_claim(agrees, [passage], question).reason
+    reversed_claim = back_claim(reverses, [passage], question)
+    assert reversed_claim.reason and not reversed_claim.passages
