@@ -283,13 +283,6 @@ class Settings:
         "A paraphrase in other words than the documents' scores 0.45-0.53, as do some questions they do not cover. "
         "Set it to RELEVANCE_MIN_SIMILARITY or above to let only the rules decide.",
     )
-    doubted_min_supported: float = _setting(
-        0.5,
-        "A doubted question's answer (see RELEVANCE_MODEL_DECIDES_SIMILARITY) is shown only when at least this "
-        "share of its claims is backed by the passages; else the question is refused with the nearest sentences. "
-        "An answer the passages barely back, to a question they may not cover, is mostly the model's own knowledge. "
-        "0 shows it whenever one claim is backed, as for other questions.",
-    )
     rare_term_max_chunks: int = _setting(
         3,
         "A question word that at most this many chunks hold is rare (a name, a product, an identifier): "
@@ -475,8 +468,6 @@ def _validate(s: Settings) -> None:
         raise ConfigError("OCR_MIN_PAGE_CHARS and OCR_THREADS must be at least 0.")
     if not 0 <= s.quotes_judge_min_yes <= 1:
         raise ConfigError(f"QUOTES_JUDGE_MIN_YES is a probability, 0 to 1, got {s.quotes_judge_min_yes}.")
-    if not 0 <= s.doubted_min_supported <= 1:
-        raise ConfigError(f"DOUBTED_MIN_SUPPORTED is a share of the answer's claims, 0 to 1, got {s.doubted_min_supported}.")
     if s.top_k <= 0:
         raise ConfigError(f"TOP_K must be positive, got {s.top_k}.")
     if s.neighbour_weight < 0:

@@ -244,10 +244,6 @@ class Grounding:
     def unsupported(self) -> list[str]:
         return [s.sentence for s in self.checked if not s.supported]
 
-    @property
-    def supported_share(self) -> float | None:
-        return sum(s.supported for s in self.checked) / len(self.checked) if self.checked else None
-
 
 def _highlightable(sentence: str) -> bool:
     """Worth marking on a card: a sentence, not a heading or a stray fragment."""

@@ -264,20 +264,15 @@ MOSTLY_INVENTED = [
     "It writes its answers as poems in French and Spanish [1]. ",
     "It also translates old film subtitles for television stations [1].",
 ]
-"""One claim the guide backs, three the model made up: for a question the rules doubt, mostly its own knowledge."""
+"""One claim the guide backs, three the model made up."""
 
 
-@pytest.mark.parametrize("min_supported", [None, 0.0])
-def test_a_doubtful_question_is_refused_when_most_of_the_answer_is_unbacked(tmp_path, embedder, min_supported):
-    overrides = {} if min_supported is None else {"doubted_min_supported": min_supported}
-    answer = ask_standin(tmp_path, embedder, MOSTLY_INVENTED, DOUBTFUL, **overrides)
+def test_a_doubtful_questions_answer_shows_its_unbacked_claims_marked(tmp_path, embedder):
+    # A doubted question's answer passes the one judge as any other: what the passages do not back is marked.
+    answer = ask_standin(tmp_path, embedder, MOSTLY_INVENTED, DOUBTFUL)
     assert answer.relevance.model_decides
-    if min_supported == 0.0:  # the setting turned off: one backed claim is enough, as for other questions
-        assert not answer.refused and answer.sentences_checked == 4 and len(answer.unsupported) == 3, answer.text
-        return
-    assert answer.refused and answer.text.startswith("No answer could be confirmed from the documents."), answer.text
-    assert "astronomers" not in answer.text and not answer.quotes
-    assert "in case one answers it:" in answer.text, "the nearest sentences are shown instead"
+    assert not answer.refused and answer.sentences_checked == 4, answer.text
+    assert len(answer.unsupported) == 3 and not any("Qwen2.5" in s for s in answer.unsupported), answer.unsupported
 
 
 def test_a_doubtful_question_is_refused_as_before_when_the_setting_leaves_it_to_the_rules(tmp_path, embedder):
