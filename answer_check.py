@@ -216,7 +216,8 @@ _CLAUSE_BREAK = re.compile(r"[,;:]\s|\s(?:but|while|whereas|although|though)\s",
 
 
 def _negated(text: str) -> bool:
-    return not NEGATIONS.isdisjoint(re.findall(r"[a-z]+", expand_contractions(uncited(text)).lower()))
+    words = {w.strip(".,;:!?*_`'\"()[]") for w in expand_contractions(uncited(text)).lower().split()}
+    return not NEGATIONS.isdisjoint(words)
 
 
 def _reverses(text: str, evidence: Sequence[str], question: str = "") -> bool:
