@@ -244,7 +244,7 @@ def _backing(text: str, passages: Sequence[str], question: str = "") -> list[int
     """The fewest passages (1-based), most covering first, that back `text`; empty when all of them together do not."""
     if _unbacked(text, passages, question) is not None:
         return []
-    ranked = sorted(range(1, len(passages) + 1), key=lambda n: -covered_share(text, passages[n - 1]))
+    ranked = sorted(range(1, len(passages) + 1), key=lambda n: -evidence_share(text, [passages[n - 1]], question))
     for size in range(1, len(ranked) + 1):
         if _unbacked(text, [passages[n - 1] for n in ranked[:size]], question) is None:
             return sorted(ranked[:size])
