@@ -16,7 +16,9 @@ evidence, judgements no passage makes, swapped comparisons, made-up quotations) 
 2026-12-06: switched off one at a time (bench/ablate.py), none changed an outcome on either half
 of the dev pool at either context size, and the opposite-word check only set aside a right answer.
 So was, in the eighth session with the one judge, the check that a page or file a sentence names
-is where its cited passages come from.
+is where its cited passages come from. One negation check came back in the ninth, narrower: a claim
+that adds no word to the question (a yes or no) must agree in negation with its evidence clauses
+(`_reverses`), since the share of words cannot tell a reversed yes from the right one.
 
 Hand-written because it is small and rule-based: the NLI models that could judge entailment
 are far larger than the answer model itself, and none installs offline here.
