@@ -201,15 +201,51 @@ def judge_text(text: str, passages: Sequence[str]) -> Judgement:
 
 def _unbacked(text: str, evidence: Sequence[str], question: str = "") -> str | None:
     """Why `evidence` does not back `text`, or None when it does."""
-    joined = "\n".join(evidence)
-    exact = exact_mismatches(text, joined, question)
+    exact = exact_mismatches(text, "\n".join(evidence), question)
     if exact:
         return exact[0].replace("the passage", "its evidence")
-    if evidence_share(text, evidence, question) < COVERAGE:
+    claim = _claim_words(text, question)
+    if _share(claim, evidence) < COVERAGE:
         return "its words are not those of the excerpts it names"
-    if _reverses(text, evidence, question):
+    if claim.adds_nothing and _reverses(text, claim.words, evidence):
         return "it says the opposite of its evidence (one of them is negated)"
     return None
+
+
+@dataclass(frozen=True)
+class _ClaimWords:
+    """The content words a claim must find in its evidence: those it adds to the question, or all of
+    them when it adds none (a yes or no, which must then stand in the evidence together)."""
+
+    words: frozenset[str]
+    adds_nothing: bool
+
+
+def _claim_words(text: str, question: str) -> _ClaimWords:
+    words = content_terms(text) - YES_NO_WORDS
+    beyond = words - content_terms(question)
+    return _ClaimWords(frozenset(beyond or words), bool(words) and not beyond)
+
+
+class _PassageWords:
+    """A passage's sentences' content words, and its clauses' words with their negation, split once
+    per passage: every claim of an answer, and each step of `_backing`, reads the same few passages."""
+
+    def __init__(self, passage: str) -> None:
+        self.split = split_sentences(passage)
+        self.sentences = tuple(frozenset(content_terms(s)) for s in self.split)
+
+    @functools.cached_property
+    def clauses(self) -> tuple[tuple[frozenset[str], bool], ...]:
+        """Each clause's words and whether it is negated: a negation in another clause ("a font will
+        always be returned, but doesn't ensure that it is anything like ...") does not turn the first round."""
+        parts = [c for sentence in self.split for c in _CLAUSE_BREAK.split(sentence)]
+        return tuple((frozenset(content_terms(c)), _negated(c)) for c in parts)
+
+
+@functools.lru_cache(maxsize=1024)
+def _passage_words(passage: str) -> _PassageWords:
+    return _PassageWords(passage)
 
 
 NEGATIONS = frozenset({"no", "not", "never", "cannot", "neither", "nor", "none"})
@@ -222,62 +258,44 @@ def _negated(text: str) -> bool:
     return not NEGATIONS.isdisjoint(words)
 
 
-def _reverses(text: str, evidence: Sequence[str], question: str = "") -> bool:
+def _reverses(text: str, words: frozenset[str], evidence: Sequence[str]) -> bool:
     """Whether a claim that adds no word to the question (a yes or no: "Yes, libtasn1 handles the
-    REAL type") is negated where every evidence clause holding half its words or more is not, or the
-    other way round. Such a claim is its evidence's words in another order, so the share of words
-    backs a reversed yes as well as the right one; the negation is the one thing it adds."""
-    words = content_terms(text) - YES_NO_WORDS
-    if not words or words - content_terms(question):
-        return False
-    near = [negated for passage in evidence for terms, negated in _clause_polarity(passage) if 2 * len(terms & words) >= len(words)]
+    REAL type"), `words` its content words, is negated where every evidence clause holding half its
+    words or more is not, or the other way round. Such a claim is its evidence's words in another
+    order, so the share of words backs a reversed yes as well as the right one; the negation is the
+    one thing it adds."""
+    near = [negated for passage in evidence for terms, negated in _passage_words(passage).clauses if 2 * len(terms & words) >= len(words)]
     return bool(near) and _negated(text) not in near
-
-
-@functools.lru_cache(maxsize=1024)
-def _clause_polarity(passage: str) -> tuple[tuple[frozenset[str], bool], ...]:
-    """Each clause's content words and whether it is negated: a negation in another clause ("a font
-    will always be returned, but doesn't ensure that it is anything like ...") does not turn the first round."""
-    clauses = [c for sentence in split_sentences(passage) for c in _CLAUSE_BREAK.split(sentence)]
-    return tuple((frozenset(content_terms(c)), _negated(c)) for c in clauses)
 
 
 def _backing(text: str, passages: Sequence[str], question: str = "") -> list[int]:
     """The fewest passages (1-based), most covering first, that back `text`; empty when all of them together do not."""
     if _unbacked(text, passages, question) is not None:
         return []
-    ranked = sorted(range(1, len(passages) + 1), key=lambda n: -evidence_share(text, [passages[n - 1]], question))
+    claim = _claim_words(text, question)
+    ranked = sorted(range(1, len(passages) + 1), key=lambda n: -_share(claim, [passages[n - 1]]))
     for size in range(1, len(ranked) + 1):
         if _unbacked(text, [passages[n - 1] for n in ranked[:size]], question) is None:
             return sorted(ranked[:size])
     return list(range(1, len(passages) + 1))
 
 
-def evidence_share(text: str, evidence: Sequence[str], question: str = "") -> float:
-    """The share of the text's content words beyond the question's that at most EVIDENCE_SENTENCES
+def _share(claim: _ClaimWords, evidence: Sequence[str]) -> float:
+    """The share of a claim's words (`_ClaimWords`) that at most EVIDENCE_SENTENCES
     sentences of `evidence` hold, chosen greedily, each adding the most words not yet held (1.0 if
     the text has none). The question's words are given: "Jeff Elkner was responsible for turning the
     Java book into Python" adds one name, and the evidence must hold that name, not the asker's
     wording. A claim that adds no word ("No, bzip2 does not keep extended attributes") is held
     to all its words, which then must stand in the evidence together."""
-    words = content_terms(text) - YES_NO_WORDS
-    beyond = words - content_terms(question)
-    words = beyond or words  # what a claim adds to the question; a claim adding nothing must be found whole
+    words = claim.words
     if not words:
         return 1.0
-    sentences = [terms & words for passage in evidence for terms in _sentence_terms(passage)]
+    sentences = [terms & words for passage in evidence for terms in _passage_words(passage).sentences]
     held: set[str] = set()
     for _ in range(EVIDENCE_SENTENCES):
-        best = max(sentences, key=lambda terms: len(terms - held), default=set())
+        best = max(sentences, key=lambda terms: len(terms - held), default=frozenset())
         held |= best
     return len(held) / len(words)
-
-
-@functools.lru_cache(maxsize=1024)
-def _sentence_terms(passage: str) -> tuple[frozenset[str], ...]:
-    """Each sentence's content words, once per passage: every claim of an answer, and each step of
-    `_backing`, reads the same few passages again."""
-    return tuple(frozenset(content_terms(s)) for s in split_sentences(passage))
 
 
 def covered_share(text: str, evidence: str) -> float:
