@@ -251,16 +251,6 @@ class Settings:
         "Most tokens (counted as 4 characters each) of earlier turns sent to the model; the oldest "
         "go first. The packaged model has 4096 tokens for instructions, history, passages and answer.",
     )
-    follow_up_rewrite: str = _setting(
-        "llm",
-        "How a follow-up (\"and what about tuples?\") becomes a standalone question before retrieval: "
-        "llm asks the model and falls back to the word rule when its output is empty, garbled or too "
-        "long (the packaged 135M model often is); rule uses the word rule alone, which costs nothing.",
-        choices=("llm", "rule"),
-    )
-    rewrite_max_tokens: int = _setting(
-        40, "Most tokens the model may spend rewriting a follow-up; a standalone question is short."
-    )
     # Relevance and grounding (calibrated on ../shared/eval/thinkpython/dev.jsonl, see docs/answer-results.md)
     relevance_min_similarity: float = _setting(
         0.535,

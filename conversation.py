@@ -1,18 +1,12 @@
 """Follow-up questions: the chat history the model sees, and standalone questions for retrieval.
 
 Retrieval only sees one question, so "and what about tuples?" must first become "How do I
-create a tuple?". Two ways, combined:
-
-- a word rule that always works: a follow-up that names a new topic ("what about X") takes
-  the previous question and swaps the term most like X for X (the embedding model judges
-  "most like"); one that points back ("why is it immutable?") gets the previous question's
-  key words added;
-- the LLM, asked with a tight prompt and few tokens. Its output is used only when it reads
-  as a question that keeps most of the follow-up's own words and a word of the earlier
-  question besides them (its subject), and adds no name that neither the conversation nor
-  the follow-up holds (common words are fine: "require" for "need"); otherwise (empty,
-  chatty, an answer, copied context, too long, a subject of its own: what the packaged small
-  models often write) the rule's result is used.
+create a tuple?". A word rule does it, with no model: a follow-up that names a new topic ("what
+about X") takes the previous question and swaps the term most like X for X (the embedding model
+judges "most like"); one that points back ("why is it immutable?") gets the previous question's
+key words added. The model's own rewrite, tried before, found the right passage no more often
+and answered no better on bench/follow_ups.py's 20 pairs, and cost a model call per follow-up
+(docs/answer-results.md, tenth session).
 
 History sent to the model is bounded by turns and by an estimate of tokens.
 """
@@ -21,14 +15,12 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from answer_context import CHARS_PER_TOKEN
 from answer_render import CITATION
-from common_words import common_words, is_common
-from config import Settings
 from grounding import content_terms
 from keyword_index import exact_terms
 from name_search import named_identifiers
@@ -37,8 +29,6 @@ log = logging.getLogger(__name__)
 
 Message = dict[str, str]
 
-CHARS_PER_TOKEN = 4
-"""Token estimate for bounding history: tokenizers differ by backend, and a bound needs no precision."""
 HISTORY_ANSWER_CHARS = 300
 """Earlier answers reach the model cut to about this many characters: enough to say what "it" was,
 too little to copy as the next answer (small models repeat their last answer word for word)."""
@@ -74,14 +64,6 @@ SWAP_MIN_SIMILARITY = 0.3
 _ASKING = re.compile(r"(?:what|which|who|when|where|why|how|is|are|do|does|did|can|could|should|would|will)\b", re.IGNORECASE)
 _OLD_CITATION = re.compile(r"\s?" + CITATION.pattern)
 _WORD = re.compile(r"[A-Za-z_][\w'.-]*[\w]|[A-Za-z_]")
-
-
-@dataclass
-class Rewrite:
-    """A follow-up made standalone, and how: "llm" or "rule"."""
-
-    question: str
-    method: str
 
 
 def user_questions(history: list[Message]) -> list[str]:
@@ -207,88 +189,11 @@ def _shared_run(previous: str, terms: list[str], topic: str) -> tuple[int, int] 
     return None
 
 
-REWRITE_PROMPT = (
-    "Rewrite the user's last question so it can be understood without the conversation. "
-    "Keep its meaning and its words; add only the topic from the earlier question. "
-    "Reply with the rewritten question only, on one line."
-)
-
-
-def rewrite_messages(question: str, history: list[Message]) -> list[Message]:
-    lines = []
-    for m in history[-4:]:
-        text = " ".join(m["content"].split())
-        if m.get("role") == "assistant":
-            text = text[:200] + ("…" if len(text) > 200 else "")
-        lines.append(f"{'User' if m.get('role') == 'user' else 'Assistant'}: {text}")
-    user = "Conversation:\n" + "\n".join(lines) + f"\n\nLast question: {question}\n\nRewritten question:"
-    return [{"role": "system", "content": REWRITE_PROMPT}, {"role": "user", "content": user}]
-
-
-def clean_rewrite(output: str, question: str, previous: str, history: list[Message] | None = None) -> str | None:
-    """The model's rewrite if it reads as a usable standalone question, else None.
-
-    A rewrite may only use words the conversation or the question already hold: one that
-    brings its own ("sudo netconfig" for "and how do I change it?" after a question about
-    the port) has changed the subject, and its search finds nothing the user asked about.
-    """
-    lines = [line.strip() for line in output.strip().splitlines() if line.strip()]
-    if not lines:
-        return None
-    text = re.sub(r"^(?:rewritten|standalone)?\s*question\s*:\s*", "", lines[0], flags=re.IGNORECASE)
-    text = text.strip().strip("\"'`").strip()
-    words = text.split()
-    if len(words) < 3 or len(text) > max(3 * len(question), len(previous) + len(question) + 20, 160):
-        return None
-    if re.search(r"(?i)\b(?:user|assistant|conversation|rewrit\w*|sorry|as an ai)\b|<|\[\d+\]", text):
-        return None
-    if not text.endswith("?") and not _ASKING.match(text):
-        return None  # an answer, not a question ("A void function is a function that …")
-    topic = new_topic(question)
-    own = content_terms(topic or _CONNECTIVE.sub("", question))
-    got = content_terms(text)
-    before = content_terms(previous)
-    if own and len(own & got) < _must_keep(len(own)):
-        return None  # it lost the follow-up's own words
-    if topic and (new_topic(text) or not before & got):
-        return None  # still "What about markdown files?", or it dropped the earlier question ("Tuples?")
-    if not topic and before - own and not (before - own) & got:
-        return None  # it dropped the earlier question's subject ("how can I make it work better?")
-    if got <= before and own - before:
-        return None  # it repeated the previous question
-    said = content_terms(" ".join([question, previous, *(m.get("content", "") for m in history or [])]))
-    added = [w.lower() for w in _WORD.findall(text) if content_terms(w.lower()) - said]  # "DocQA" was said as "docqa"
-    if added and (not common_words() or not all(is_common(w) for w in added)):
-        return None  # it brought names of its own ("sudo netconfig"): a new subject, not this conversation's
-    return text if text.endswith("?") else text.rstrip(".!") + "?"
-
-
-def _must_keep(own: int) -> int:
-    """How many of a follow-up's own words its rewrite must keep: all of one or two, else all but
-    one in three, so a model's plainer wording passes ("Which Python version does docqa require?"
-    for "which python version does it need")."""
-    return own if own <= 2 else own - own // 3
-
-
-def make_standalone(question: str, history: list[Message], llm: Any | None, embedder: Any | None, settings: Settings) -> Rewrite | None:
-    """The standalone form of a follow-up, or None when `question` already stands alone."""
+def make_standalone(question: str, history: list[Message], embedder: Any | None) -> str | None:
+    """The standalone form of a follow-up (`rewrite_by_rule`), or None when `question` already stands alone."""
     if not looks_like_follow_up(question, history):
         return None
-    previous = previous_standalone(history, embedder)
-    rule = rewrite_by_rule(question, previous, embedder)
-    if settings.follow_up_rewrite == "llm" and llm is not None:
-        from errors import LLMError
-
-        try:
-            output = llm.complete(rewrite_messages(question, history), max_tokens=settings.rewrite_max_tokens)
-        except LLMError as exc:
-            log.info("Follow-up rewrite by the model failed (%s); using the word rule", exc)
-        else:
-            cleaned = clean_rewrite(output, question, previous, history)
-            if cleaned:
-                return Rewrite(cleaned, "llm")
-            log.info("Follow-up rewrite by the model unusable (%r); using the word rule", output[:120])
-    return Rewrite(rule, "rule")
+    return rewrite_by_rule(question, previous_standalone(history, embedder), embedder)
 
 
 def previous_standalone(history: list[Message], embedder: Any | None) -> str:

@@ -355,15 +355,14 @@ class RAGSystem:
     def _standalone(self, answer: Answer, history: list[dict[str, str]]) -> str:
         """The follow-up to search for, rewritten to stand alone; as asked when no rewrite holds."""
         t = time.perf_counter()
-        llm = self._available_llm() if self.settings.follow_up_rewrite == "llm" else None
         embedder = self.embedder.for_checks if self.vectors.available else None
-        rewrite = make_standalone(answer.question, history, llm, embedder, self.settings)
+        rewrite = make_standalone(answer.question, history, embedder)
         answer.timings["rewrite_s"] = time.perf_counter() - t
-        if rewrite is None or rewrite.question.strip() == answer.question:
+        if rewrite is None or rewrite.strip() == answer.question:
             return answer.question
-        log.info("Follow-up %r searched as %r (%s)", answer.question, rewrite.question, rewrite.method)
-        answer.standalone_question = rewrite.question
-        return rewrite.question
+        log.info("Follow-up %r searched as %r", answer.question, rewrite)
+        answer.standalone_question = rewrite
+        return rewrite
 
     def _llm_failed(self, answer: Answer, exc: LLMError) -> None:
         answer.error = str(exc)

@@ -1,20 +1,17 @@
 """Follow-up questions: does making them standalone find the right passage?
 
-    .venv/bin/python bench/follow_ups.py [--out /tmp/follow-ups] [--llm] [--llm-outputs FILE] [--json]
+    .venv/bin/python bench/follow_ups.py [--out /tmp/follow-ups] [--json]
     .venv/bin/python bench/follow_ups.py --answers [--out /tmp/follow-ups] [--json]
 
 Each item of bench/follow_ups.jsonl is a first question, the follow-up a user typed after it,
 a short plausible answer to the first question, and the gold place of the follow-up's answer
 (in the shipped documents or the Think Python PDF; pages are the PDF's 1-based indexes).
 The folder (copies, never links: the indexer refuses symlinks) is indexed once, then for
-each item the follow-up is searched three ways and hit@1 / hit@5 scored:
+each item the follow-up is searched two ways and hit@1 / hit@5 scored:
 
 - `raw`: the follow-up as typed, what retrieval saw before follow-ups were rewritten;
-- `rule`: conversation.make_standalone with the word rule alone;
-- `llm`: make_standalone with the embedded model's rewrite (falls back to the rule when the
-  rewrite is rejected). `--llm` asks the model once per item and saves what it wrote to
-  `--llm-outputs`; without `--llm`, a saved file is replayed, so the model is run once and
-  the rewrite checks of two versions of the code are compared on the same outputs.
+- `rule`: conversation.make_standalone, the word rule (the model's own rewrite, measured here
+  before, did no better and was deleted: docs/answer-results.md, tenth session).
 
 `--answers` asks instead, as a user would in the UI, with the default settings: the first
 question, then the follow-up with the chat's history (`RAGSystem.history_after`), and scores
@@ -27,7 +24,6 @@ A trusted internal tool: it searches through `rag.retriever` directly.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import shutil
 import sys
@@ -39,18 +35,6 @@ sys.path.insert(0, str(ROOT))
 EVAL = ROOT.parent / "shared" / "eval"
 THINKPYTHON_PDF = EVAL / "thinkpython" / "thinkpython2.pdf"
 PAIRS = ROOT / "bench" / "follow_ups.jsonl"
-
-
-class RecordedLLM:
-    """Replays saved rewrites by follow-up, or asks the real model and records what it wrote."""
-
-    def __init__(self, outputs: dict[str, str], model: Any | None = None) -> None:
-        self.outputs, self.model, self.question = outputs, model, ""
-
-    def complete(self, messages: list[dict[str, str]], max_tokens: int | None = None) -> str:
-        if self.model is not None:
-            self.outputs[self.question] = self.model.complete(messages, max_tokens=max_tokens)
-        return self.outputs.get(self.question, "")
 
 
 def build_folder(out: Path) -> None:
@@ -74,24 +58,14 @@ def score(rows: list[dict[str, Any]], way: str, k: int) -> dict[str, float]:
     return retrieval_scores([r[f"{way}_rank"] for r in rows], k)
 
 
-def run(rag: Any, items: list[dict[str, Any]], llm: RecordedLLM | None, k: int) -> list[dict[str, Any]]:
+def run(rag: Any, items: list[dict[str, Any]], k: int) -> list[dict[str, Any]]:
     from conversation import make_standalone
 
-    rule_settings = dataclasses.replace(rag.settings, follow_up_rewrite="rule")
-    llm_settings = dataclasses.replace(rag.settings, follow_up_rewrite="llm")
     rows = []
     for it in items:
         history = [{"role": "user", "content": it["first"]}, {"role": "assistant", "content": it["answer"]}]
         row: dict[str, Any] = {"id": it["id"], "follow_up": it["follow_up"]}
-        ways: dict[str, str] = {"raw": it["follow_up"]}
-        rule = make_standalone(it["follow_up"], history, None, rag.embedder, rule_settings)
-        ways["rule"] = rule.question if rule else it["follow_up"]
-        if llm is not None:
-            llm.question = it["follow_up"]
-            rewrite = make_standalone(it["follow_up"], history, llm, rag.embedder, llm_settings)
-            ways["llm"] = rewrite.question if rewrite else it["follow_up"]
-            row["llm_method"] = rewrite.method if rewrite else "none"
-            row["llm_output"] = llm.outputs.get(it["follow_up"], "")
+        ways = {"raw": it["follow_up"], "rule": make_standalone(it["follow_up"], history, rag.embedder) or it["follow_up"]}
         for way, question in ways.items():
             row[way] = question
             row[f"{way}_rank"] = search_rank(rag, question, it, k)
@@ -150,8 +124,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("/tmp/follow-ups"), help="folder to build (emptied first)")
     parser.add_argument("--k", type=int, default=5)
-    parser.add_argument("--llm", action="store_true", help="ask the embedded model for each rewrite (and save its outputs)")
-    parser.add_argument("--llm-outputs", type=Path, default=Path("/tmp/follow-ups-llm.json"), help="saved model rewrites")
     parser.add_argument("--json", action="store_true", help="end with one JSON line of every row")
     parser.add_argument("--answers", action="store_true", help="ask each pair in one chat and score the follow-up's answer")
     args = parser.parse_args(argv)
@@ -161,26 +133,15 @@ def main(argv: list[str] | None = None) -> int:
     build_folder(args.out)
     if args.answers:
         return answers_main(settings, items, args.out, args.json)
-    llm: RecordedLLM | None = None
-    if args.llm:
-        llm = RecordedLLM({})
-    elif args.llm_outputs.is_file():
-        llm = RecordedLLM(json.loads(args.llm_outputs.read_text()))
     with ThrowawayIndex(settings, args.out) as index:
         report = index.rag.index()
         print(f"{len(index.rag.indexer.manifest.files)} files, {index.rag.keywords.count()} chunks; failed: {sorted(report.failed) or 'none'}")
-        if args.llm and llm is not None:
-            llm.model = index.rag.llm
-        rows = run(index.rag, items, llm, args.k)
-    if args.llm and llm is not None:
-        args.llm_outputs.write_text(json.dumps(llm.outputs, indent=1))
+        rows = run(index.rag, items, args.k)
     for r in rows:
-        print(f"{r['id']}: raw {r['raw_rank']}, rule {r['rule_rank']} ({r['rule']!r})"
-              + (f", llm {r['llm_rank']} [{r['llm_method']}] ({r['llm']!r})" if "llm" in r else ""))
-    for way in ("raw", "rule", "llm"):
-        if rows and f"{way}_rank" in rows[0]:
-            s = score(rows, way, args.k)
-            print(f"{way}: hit@1 {s['hit@1']:.3f}  hit@{args.k} {s[f'hit@{args.k}']:.3f}  MRR {s['mrr']:.3f}  ({s['questions']} follow-ups)")
+        print(f"{r['id']}: raw {r['raw_rank']}, rule {r['rule_rank']} ({r['rule']!r})")
+    for way in ("raw", "rule"):
+        s = score(rows, way, args.k)
+        print(f"{way}: hit@1 {s['hit@1']:.3f}  hit@{args.k} {s[f'hit@{args.k}']:.3f}  MRR {s['mrr']:.3f}  ({s['questions']} follow-ups)")
     if args.json:
         print(json.dumps(rows))
     return 0

@@ -1,6 +1,6 @@
 """Follow-ups become standalone questions before retrieval; the history the model sees is bounded.
 
-The word rule and the checks on a model's rewrite are tested alone; then whole answers
+The word rule is tested alone; then whole answers
 with the real packaged models (all-MiniLM-L6-v2 and SmolLM2-135M through llama.cpp) and
 with Ollama played by tests/ollama_standin.py, whose requests show what the model was sent.
 Whole-document and multi-part questions share the same small indexed folder.
@@ -15,12 +15,11 @@ from typing import Any, Iterator
 import pytest
 
 from answer_render import cited_numbers, source_card_html
-from config import Settings, load_settings
+from config import Settings
 from conftest import module_settings, rag_with
 from conversation import (
     HISTORY_ANSWER_CHARS,
     bounded_history,
-    clean_rewrite,
     looks_like_follow_up,
     make_standalone,
     rewrite_by_rule,
@@ -192,63 +191,6 @@ def test_one_standing_for_an_earlier_noun_makes_a_follow_up() -> None:
     assert not looks_like_follow_up("How can I get the ones digit of a number?", HISTORY)
 
 
-def test_model_rewrite_is_kept_only_when_it_reads_as_the_standalone_question() -> None:
-    previous = "How do I create a list in Python?"
-    assert clean_rewrite("How do I create a tuple in Python?", "and what about tuples?", previous) == (
-        "How do I create a tuple in Python?"
-    )
-    assert clean_rewrite('Rewritten question: "How are tuples created?"\nTuples are…', "and what about tuples?", previous) == (
-        "How are tuples created?"
-    )
-    garbled = [
-        "",
-        "Use square brackets, e.g. [1, 2, 3] (list)",  # answered instead, and lost "tuples"
-        "How do I create a list in Python?",  # repeated the previous question
-        "What about tuples?",  # lost the earlier question's subject
-        "User: and what about tuples? Assistant: tuples are",  # copied the conversation
-        "Tuples " + "and more tuples " * 40,  # rambled on
-    ]
-    for output in garbled:
-        assert clean_rewrite(output, "and what about tuples?", previous) is None, output
-
-    fruitful = "What is a fruitful function?"
-    assert clean_rewrite("What is a void function?", "and a void function?", fruitful) == "What is a void function?", (
-        "the new topic replaces the earlier one; the noun they share is the earlier question's"
-    )
-    assert clean_rewrite("What about a void function?", "and a void function?", fruitful) is None, "still a follow-up"
-    assert clean_rewrite("A void function is a function that returns no value.", "and a void function?", fruitful) is None, (
-        "an answer, not a question"
-    )
-
-
-def test_model_rewrite_bringing_words_of_its_own_is_rejected() -> None:
-    """Issue 15: "and how do I change it?" after the port came back as "sudo netconfig…"."""
-    previous = "What port does the web interface use?"
-    history = [{"role": "user", "content": previous}, {"role": "assistant", "content": "Port 7860 [1]."}]
-    assert clean_rewrite("How do I change the port with sudo netconfig?", "and how do I change it?", previous, history) is None
-    assert clean_rewrite("How do I change the port of the web interface?", "and how do I change it?", previous, history) == (
-        "How do I change the port of the web interface?"
-    )
-    assert clean_rewrite("How do I change port 7860?", "and how do I change it?", previous, history), "the answer's words may be used"
-
-
-def test_model_rewrite_in_plainer_common_words_is_kept() -> None:
-    """Seen in a chat: "which python version does it need" after the graphics-card question came back
-    as "Which Python version does DocQA require?", rejected for "require" and the casing of "docqa";
-    the word rule then searched "(graphics card run docqa)" and the model repeated its earlier answer."""
-    previous = "Do I need a graphics card to run docqa?"
-    assert clean_rewrite("Which Python version does DocQA require?", "which python version does it need", previous) == (
-        "Which Python version does DocQA require?"
-    )
-    assert clean_rewrite("What is the default value of CHUNK_SIZE?", "what's its default?", "What does CHUNK_SIZE control?")
-    assert clean_rewrite("Which release does DocQA require?", "which python version does it need", previous) is None, (
-        "two of the follow-up's three words lost"
-    )
-    assert clean_rewrite("Which Python version does docqa need on Kubernetes?", "which python version does it need", previous) is None, (
-        "a name nobody said"
-    )
-
-
 def test_earlier_answers_reach_the_model_shortened() -> None:
     history = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "A long answer. " * 100}]
     kept = bounded_history(history, max_turns=3, max_tokens=10_000)
@@ -277,58 +219,48 @@ def test_history_keeps_the_latest_whole_turns_within_both_bounds() -> None:
 # --- Whole answers ----------------------------------------------------------------------------
 
 
-def test_follow_up_is_rewritten_with_the_embedded_model_before_retrieval(embedded_rag: Any) -> None:
+def test_follow_up_is_made_standalone_before_retrieval_with_the_embedded_model(embedded_rag: Any) -> None:
     answer = embedded_rag.ask("and what about tuples?", history=HISTORY)
 
     assert answer.done and not answer.error, answer.error
     assert answer.standalone_question and "tuple" in answer.standalone_question.lower()
-    # Something of the earlier question stays: Qwen 1.5B writes "What are tuples in Python?", 0.5B "How are tuples created?".
-    assert any(w in answer.standalone_question.lower() for w in ("creat", "list", "python"))
+    assert "creat" in answer.standalone_question.lower(), "the earlier question's subject stays"
     assert answer.passages[0].source == "tuples.md"
-    assert answer.timings["rewrite_s"] > 0
+    assert "rewrite_s" in answer.timings
     assert answer.to_json()["standalone_question"] == answer.standalone_question
 
 
-def test_follow_up_is_rewritten_by_ollama_and_the_model_sees_bounded_history(docs_home: Path, ollama: OllamaStandin, embedder: Any) -> None:
+def test_follow_up_asked_of_ollama_is_searched_standalone_and_the_model_sees_bounded_history(
+    docs_home: Path, ollama: OllamaStandin, embedder: Any
+) -> None:
     history = [{"role": "user", "content": "What is a dictionary?"}, {"role": "assistant", "content": "A mapping [1]."}, *HISTORY]
     settings = rag_settings(
         docs_home, db_dir=docs_home / "data-bounded", llm_backend="ollama", ollama_host=ollama.url, history_max_turns=1
     )
     bounded = open_rag(settings, embedder)
     try:
-        standin_answers(ollama, ["How do I create a tuple", " in Python?"])
+        standin_answers(ollama, ["A tuple is written with commas [1]."])
         answer = bounded.ask("and what about tuples?", history=history)
     finally:
         bounded.close()
 
-    assert answer.standalone_question == "How do I create a tuple in Python?"
-    rewrite_request, answer_request = ollama.chat_requests[:2]  # a judge's question may follow
-    assert "Last question: and what about tuples?" in rewrite_request["messages"][-1]["content"]
-    assert rewrite_request["options"]["num_predict"] == settings.rewrite_max_tokens
+    assert answer.standalone_question == "How do I create a tuples in Python?", "the word rule: no model call to rewrite"
+    answer_request = ollama.chat_requests[0]  # a judge's question may follow
     roles = [m["role"] for m in answer_request["messages"]]
     assert roles == ["system", "user", "assistant", "user"], "one earlier turn, then the question"
     assert answer_request["messages"][1]["content"] == "How do I create a list in Python?"
     assert answer_request["messages"][2]["content"] == "Put the elements in square brackets.", "old citations dropped"
-    assert "Question: How do I create a tuple in Python?\n" in answer_request["messages"][3]["content"]
+    assert "Question: How do I create a tuples in Python?\n" in answer_request["messages"][3]["content"]
     assert answer.passages[0].source == "tuples.md"
 
 
-def test_garbled_model_rewrite_falls_back_to_the_word_rule(ollama_rag: Any, ollama: OllamaStandin) -> None:
-    standin_answers(ollama, ["Sure! Square brackets make lists, e.g. [1, 2]."])
-
-    answer = ollama_rag.ask("and what about tuples?", history=HISTORY)
-
-    assert answer.standalone_question == "How do I create a tuples in Python?"
-    assert answer.passages[0].source == "tuples.md"
-
-
-def test_model_rewrite_with_a_new_subject_falls_back_to_the_rule_and_keeps_the_subject(ollama_rag: Any, ollama: OllamaStandin) -> None:
-    standin_answers(ollama, ["How do I sort a list with sudo netconfig?"])
+def test_a_follow_up_pointing_back_keeps_the_earlier_subject(ollama_rag: Any, ollama: OllamaStandin) -> None:
+    standin_answers(ollama, ["The sort method sorts a list in place [1]."])
 
     answer = ollama_rag.ask("and how do I sort it?", history=HISTORY)
 
-    assert answer.standalone_question and "netconfig" not in answer.standalone_question
-    assert "list" in answer.standalone_question.lower() and "sort" in answer.standalone_question.lower()
+    assert answer.standalone_question and "list" in answer.standalone_question.lower()
+    assert "sort" in answer.standalone_question.lower()
     assert answer.passages[0].source == "lists.md"
 
 
@@ -336,7 +268,7 @@ def test_previous_answer_repeated_word_for_word_is_not_shown_as_the_new_answer(o
     """Issue 15: "and what happens if I delete it?" got the previous answer again."""
     before = "You create a list by putting its elements in square brackets [1]."
     history = [{"role": "user", "content": "How do I create a list in Python?"}, {"role": "assistant", "content": before}]
-    standin_answers(ollama, [before])  # the stand-in writes it for the rewrite (rejected: it cites) and the answer
+    standin_answers(ollama, [before])
 
     answer = ollama_rag.ask("and what happens if I sort it?", history=history)
 
@@ -375,10 +307,10 @@ def test_standalone_question_is_not_rewritten(ollama_rag: Any, ollama: OllamaSta
     assert roles == ["system", "user"], "asked as if alone: the earlier turns only distract the model"
 
 
-def test_rule_alone_needs_no_model(embedder: Any) -> None:
-    settings = load_settings(overrides={"follow_up_rewrite": "rule"}, environ={})
-    rewrite = make_standalone("what about tuples?", HISTORY, llm=None, embedder=embedder, settings=settings)
-    assert rewrite is not None and rewrite.method == "rule" and "tuples" in rewrite.question
+def test_the_rule_needs_no_model(embedder: Any) -> None:
+    rewrite = make_standalone("what about tuples?", HISTORY, embedder=embedder)
+    assert rewrite is not None and "tuples" in rewrite
+    assert make_standalone("How do I create a tuple with a single element?", HISTORY, embedder=embedder) is None
 
 
 # --- Whole-document and multi-part questions --------------------------------------------------
