@@ -481,9 +481,6 @@ def answer_markdown(answer: AnswerView) -> str:
 
 def searched_for(answer: AnswerView) -> str:
     """What retrieval searched for, when it is not the question as asked."""
-    parts = list(getattr(answer, "sub_questions", None) or [])
-    if parts:
-        return " · ".join(parts)
     focus = (getattr(answer, "focus", None) or "").strip()
     if focus:
         return focus

@@ -50,8 +50,6 @@ class Answer:
     """The follow-up rewritten to stand alone, as searched; None when the question was used as asked."""
     focus: str | None = None
     """A long question's most informative part, as searched (QUESTION_MAX_CHARS); None when it was searched whole."""
-    sub_questions: list[str] = field(default_factory=list)
-    """The parts of a multi-part question, each searched and their passages fused; empty for one part."""
     refused: bool = False
     unsupported: list[str] = field(default_factory=list)
     """Answer sentences, verbatim, that no cited passage supports."""
@@ -93,7 +91,6 @@ class Answer:
             "question": self.question,
             "standalone_question": self.standalone_question,
             "focus": self.focus,
-            "sub_questions": self.sub_questions,
             "kind": self.kind,
             "answer": self.text,
             "refused": self.refused,

@@ -291,11 +291,6 @@ class Settings:
         0.5, "A passage sentence this similar to the question is highlighted on its source card."
     )
     # Question shapes
-    multipart_min_chars: int = _setting(
-        70,
-        "Questions at least this long with several parts (\"…, and how …?\") are split into sub-queries "
-        "whose passages are fused; shorter ones are searched as they are. 0 turns splitting off.",
-    )
     question_max_chars: int = _setting(
         1000,
         "A longer question is searched by its most informative part, up to this many characters: the sentences "

@@ -230,9 +230,7 @@ def cmd_ask(rag: RAGSystem, args: argparse.Namespace) -> int:
     answer = stream_to_terminal(rag.stream_answer(args.question, k=args.k, where=where))
     if answer is None:
         return 1
-    if answer.sub_questions:
-        print(f"\nSearched in parts: {' | '.join(answer.sub_questions)}")
-    elif answer.focus:
+    if answer.focus:
         print(f"\nSearched for (the most informative part of a long question): {answer.focus}")
     if answer.unsupported:
         print(f"\nNot supported by the sources ({len(answer.unsupported)} of {answer.sentences_checked} sentences):")

@@ -1,10 +1,10 @@
 """What a question asks for, before any search: the document list, a whole-document summary,
-or an answer from passages, possibly in several parts.
+or an answer from passages.
 
 "What documents do you have?" is answered from the index's file list and "summarize
-report.pdf" from the whole file; five retrieved chunks would answer neither. A question
-with several parts ("Which class does X, and how does it behave for Y?") is split into
-sub-queries, each searched, so the second part is not drowned by the first.
+report.pdf" from the whole file; five retrieved chunks would answer neither. A question with
+several parts is searched whole: splitting it into parts searched apart found no passage the
+whole question missed, on any dev set (docs/answer-results.md, tenth session).
 """
 
 from __future__ import annotations
@@ -33,17 +33,6 @@ SUMMARY = re.compile(
 )
 WHOLE_DOCUMENT_WORDS = {"document", "file", "pdf", "book", "paper", "report", "it", "this", "that", "everything", "all"}
 """Words that point at a whole document when a summary request names no file."""
-PART_BREAK = re.compile(
-    r"(?:\?\s+|;\s+|,?\s+and\s+(?=(?:(?:in|on|at|for|from|by|with|to)\s+)?(?:what|which|who|when|where|why|how|is|are|does|do|did|can)\b))",
-    re.IGNORECASE,
-)
-"""Where a question's parts meet: after a "?", at ";", or at "and" before a new question word.
-A comma alone does not split: "If I create a Card, which card do I get?" is one question."""
-MIN_PART_WORDS = 3
-MAX_PARTS = 3
-"""Each part may add a passage to the prompt; more parts than this are searched as one question."""
-
-
 @dataclass
 class SummaryRequest:
     source: str
@@ -80,42 +69,6 @@ def summary_target(question: str, sources: list[str], titles: dict[str, str] | N
 
 def _normal(name: str) -> str:
     return " ".join(re.sub(r"[^\w]+", " ", name.lower()).replace("_", " ").split())
-
-
-def split_question(question: str, min_chars: int) -> list[str]:
-    """The parts of a multi-part question, each able to stand alone for search; [] when it has one part.
-
-    A statement before the first question ("The chapter builds X by hand.") is context and
-    goes with the next part. Parts too short to search on their own stay joined.
-    """
-    question = question.strip()
-    if min_chars <= 0 or len(question) < min_chars:
-        return []
-    pieces = [p.strip(" ,;") for p in PART_BREAK.split(question) if p and p.strip(" ,;?")]
-    parts: list[str] = []
-    carry = ""
-    for piece in pieces:
-        piece = f"{carry} {piece}".strip() if carry else piece
-        carry = ""
-        if len(piece.split()) < MIN_PART_WORDS:
-            if parts:
-                parts[-1] = f"{parts[-1]} {piece}"
-            else:
-                carry = piece
-            continue
-        if piece.endswith(".") and not re.match(r"(?i)(what|which|who|when|where|why|how)\b", piece):
-            carry = piece  # a statement: context for the part after it
-            continue
-        parts.append(piece.rstrip("?") + "?")
-    if carry and parts:
-        parts[-1] = f"{parts[-1]} {carry}"
-    if not 2 <= len(parts) <= MAX_PARTS:
-        return []
-    # "…, and what are their orders of growth?" searches better with the first part's topic.
-    from conversation import looks_like_follow_up, rewrite_by_rule
-
-    first = [{"role": "user", "content": parts[0]}]
-    return [parts[0], *(rewrite_by_rule(p, parts[0]) if looks_like_follow_up(p, first) else p for p in parts[1:])]
 
 
 CONSTRUCT = re.compile(

@@ -40,7 +40,7 @@ from index_status import (
 from indexer import Indexer, IndexReport, Progress, SyncStep
 from llm_handler import LLMBackend, answering_model, make_llm_backend, quotes_answer_messages
 from page_images import render_page_png
-from question_intent import asks_for_document_list, split_question
+from question_intent import asks_for_document_list
 from retriever import Passage, Retriever, Where
 from vector_store import NullVectorStore, VectorStore
 from watcher import FolderWatcher
@@ -205,9 +205,8 @@ class RAGSystem:
         follow_up = looks_like_follow_up(question, history)
         search = self._standalone(answer, history) if follow_up else question
         search, answer.focus, answer.notice = self.retriever.focus(search)  # a long question: its most informative part
-        answer.sub_questions = split_question(search, self.settings.multipart_min_chars)
         rare = self.retriever.rare_terms(search)  # names few chunks hold: retrieval and the relevance gate trust them
-        answer.passages = self.retriever.retrieve(search, k=k, where=where, parts=answer.sub_questions, rare=rare)
+        answer.passages = self.retriever.retrieve(search, k=k, where=where, rare=rare)
         answer.timings["retrieve_s"] = time.perf_counter() - started
         yield answer
         if not answer.passages:

@@ -278,44 +278,23 @@ class Retriever:
         k: int | None = None,
         where: Where | None = None,
         mode: str | None = None,
-        parts: list[str] | None = None,
         rare: set[str] | None = None,
     ) -> list[Passage]:
         """The passages for the prompt: fused, capped per file, neighbours merged, best first.
 
-        `parts` are the parts of a multi-part question (question_intent.split_question); each
-        adds its best passage when the whole question missed it. The whole question keeps its
-        k passages: on Think Python, giving parts slots of their own, or fusing their rankings
-        evenly with it, pushed out passages the question found. `rare` is `rare_terms(question)`
-        when the caller already has it (the relevance gate uses it too).
+        `rare` is `rare_terms(question)` when the caller already has it (the relevance gate uses it too).
         """
         started = time.perf_counter()
         k = k or self.settings.top_k
         ranked = self.rank(question, mode=mode, where=where)
-        count = k
-        if parts:
-            ranked, count = self._add_parts(ranked, parts, k, mode, where)
-        chunks = self.keywords.get_chunks([cid for cid, _, _ in ranked[: max(count * 4, 20)]])
-        ranked = keep_rare_match(ranked, chunks, self.rare_terms(question) if rare is None else rare, count)
+        chunks = self.keywords.get_chunks([cid for cid, _, _ in ranked[: max(k * 4, 20)]])
+        ranked = keep_rare_match(ranked, chunks, self.rare_terms(question) if rare is None else rare, k)
         candidates = [Passage([chunks[cid]], score, found) for cid, score, found in ranked if cid in chunks]
         candidates = definitions_first(question, candidates)  # a question naming a function gets its definition first
-        chosen = cap_per_file(candidates, count, self.settings.max_chunks_per_file)
+        chosen = cap_per_file(candidates, k, self.settings.max_chunks_per_file)
         passages = merge_neighbours(chosen)
         log.debug("Retrieved %d passages in %.0f ms", len(passages), (time.perf_counter() - started) * 1000)
         return passages
-
-    def _add_parts(
-        self, whole: list[tuple[str, float, dict[str, int]]], parts: list[str], k: int, mode: str | None, where: Where | None
-    ) -> tuple[list[tuple[str, float, dict[str, int]]], int]:
-        """The whole question's top k, then each part's best chunk not yet among them, then the rest; and how many were picked."""
-        picked = whole[:k]
-        seen = {cid for cid, _, _ in picked}
-        for part in parts:
-            ranked = self.rank(part, mode=mode, where=where)
-            if ranked and ranked[0][0] not in seen:
-                picked.append(ranked[0])
-                seen.add(ranked[0][0])
-        return picked + [row for row in whole[k:] if row[0] not in seen], len(picked)
 
 
 def keep_rare_match(

@@ -63,6 +63,8 @@ RULES: dict[str, tuple[str, str, Callable[..., Any]]] = {
     "parts_named": ("answer_check", "_parts_named", _false),
     "unit_given": ("answer_check", "_unit_given", _true),
     "repeats_earlier": ("answer_tidy", "repeats_earlier", _false),
+    "reverses": ("answer_check", "_reverses", _false),
+    "function_word_constructs": ("question_intent", "function_word_constructs", _none),
 }
 
 

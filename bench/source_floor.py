@@ -31,7 +31,6 @@ sys.path.insert(0, str(ROOT))
 from answer_sources import best_possible_score  # noqa: E402
 from config import load_settings  # noqa: E402
 from evaluation import ThrowawayIndex, gold_places, is_answerable, load_qa  # noqa: E402
-from question_intent import split_question  # noqa: E402
 
 EVAL = ROOT.parent / "shared" / "eval"
 THINKPYTHON_PDF = EVAL / "thinkpython" / "thinkpython2.pdf"
@@ -69,8 +68,7 @@ def search_rows(rag: Any, folder: str, question_set: str, items: list[dict[str, 
     for item in items:
         places = gold_places(item, THINKPYTHON_PDF.name) if is_answerable(item) else []
         search, _, _ = rag.retriever.focus(item["question"])
-        parts = split_question(search, rag.settings.multipart_min_chars)
-        passages = rag.retriever.retrieve(search, parts=parts, rare=rag.retriever.rare_terms(search))
+        passages = rag.retriever.retrieve(search, rare=rag.retriever.rare_terms(search))
         best = max((p.score for p in passages), default=1.0) or 1.0
         for rank, p in enumerate(passages, start=1):
             rows.append(Row(

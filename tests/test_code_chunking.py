@@ -365,12 +365,8 @@ def test_a_query_naming_a_function_or_class_finds_its_definition_first(code_rag,
     assert f"{symbol})" in best.location or f"{symbol}," in best.location
 
 
-def test_a_multi_part_question_naming_a_function_still_finds_its_definition_first(code_rag):
-    from question_intent import split_question
-
+def test_a_two_part_question_naming_a_function_still_finds_its_definition_first(code_rag):
     question = "Where is parse_config defined, and what do the notes say about reloading the settings?"
-    parts = split_question(question, code_rag.settings.multipart_min_chars)
-    assert len(parts) == 2
-    best = code_rag.retriever.retrieve(question, parts=parts)[0]
+    best = code_rag.retriever.retrieve(question)[0]
     assert best.source == "settings_loader.py" and "parse_config" in [c.symbol for c in best.chunks]
     assert "name" in best.found_by  # moved first by name-aware search, not by chance

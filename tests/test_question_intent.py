@@ -8,7 +8,6 @@ from question_intent import (
     asks_for_document_list,
     function_word_constructs,
     names_construct,
-    split_question,
     summary_target,
 )
 from whole_document import outline_part, split_parts
@@ -32,20 +31,6 @@ def test_summary_requests_name_a_file_by_its_name_or_title() -> None:
     assert summary_target("Summarize the book", SOURCES) is None, "which one is ambiguous: search instead"
     assert summary_target("Summarize how tuples work", SOURCES) is None, "a topic, not a file"
     assert summary_target("What is a tuple?", SOURCES) is None
-
-
-def test_multi_part_questions_are_split_and_later_parts_keep_the_topic() -> None:
-    assert split_question("Who created the Python language, and in what year was it first released?", 60) == [
-        "Who created the Python language?",
-        "in what year was it first released (created Python language)?",
-    ]
-    assert split_question("What is a tuple? How do I sort a list?", 30) == ["What is a tuple?", "How do I sort a list?"]
-
-
-def test_one_part_and_short_questions_are_searched_as_asked() -> None:
-    assert split_question("If I create a Card object without passing any arguments, which card do I get?", 60) == []
-    assert split_question("What is a tuple, and what is a list?", 70) == [], "short: below MULTIPART_MIN_CHARS"
-    assert split_question("Who created the Python language, and in what year was it first released?", 0) == [], "0 turns it off"
 
 
 def test_a_long_document_is_cut_at_chapter_starts_and_outlined_from_its_own_sentences() -> None:
