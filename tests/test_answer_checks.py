@@ -208,7 +208,7 @@ def test_a_row_defining_one_of_two_named_settings_does_not_outrank_the_sentence_
     assert _quotes(embedder, "What is CHUNK_OVERLAP?", passages)[0].number == 2, "one name asked: its row still comes first"
 
 
-def test_a_setting_only_mentioned_beside_the_question_does_not_make_its_row_the_quote(embedder):
+def test_a_setting_only_mentioned_beside_the_question_does_not_make_its_row_the_first_quote(embedder):
     # Seen in the browser: "I changed CHUNK_SIZE. What do I have to run now?" quoted `| CHUNK_SIZE | 1000 | ... |`.
     question = "I changed CHUNK_SIZE. What do I have to run now?"
     passages = [
@@ -218,7 +218,7 @@ def test_a_setting_only_mentioned_beside_the_question_does_not_make_its_row_the_
     ]
     quotes = _quotes(embedder, question, passages)
     assert quotes[0].number == 1 and "CHUNK_SIZE" in quotes[0].text
-    assert all("| CHUNK_SIZE | 1000 |" not in q.text for q in quotes)
+    assert "| CHUNK_SIZE | 1000 |" not in quotes[0].text, "the answer first; the row may follow as the second quote"
 
 
 def test_an_answer_of_citations_only_is_no_answer():
