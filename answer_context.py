@@ -60,6 +60,8 @@ class Quote:
     number: int
     text: str
     score: float
+    sentences: range = range(0)
+    """The passage's sentences it quotes (indexes): two quotes of one passage never share one."""
 
 
 def sentence_scores(
@@ -149,15 +151,17 @@ QUOTE_CHARS = 320
 matches a "how do I" question best usually introduces the steps, commands or code after it."""
 
 
-def _quote_window(texts: Sequence[str], i: int) -> str:
+def _quote(texts: Sequence[str], number: int, i: int, score: float) -> Quote:
+    """Sentence `i` of passage `number` and those after it up to QUOTE_CHARS."""
     window = [texts[i].strip()]
     if window[0].startswith("|"):  # a table row is quoted alone: the next rows are other settings
-        return window[0]
+        return Quote(number, window[0], score, range(i, i + 1))
     for following in texts[i + 1 :]:
         if sum(len(t) for t in window) >= QUOTE_CHARS or following.lstrip().startswith("#") or _DEFINED_TERM.match(following):
             break
         window.append(following.strip())
-    return "\n".join(window) if any(_CODE_LINE.match(t) for t in window[1:]) else " ".join(window)
+    text = "\n".join(window) if any(_CODE_LINE.match(t) for t in window[1:]) else " ".join(window)
+    return Quote(number, text, score, range(i, i + len(window)))
 
 
 _CODE_LINE = re.compile(r"^(\$ |>>> |[a-z_][\w.-]* [\w.-]+$|`)")
@@ -176,13 +180,13 @@ def select_quotes(sentences: PassageSentences, scores: Sequence[np.ndarray], mos
     the model's context is cut without that, which measured better for its answers."""
     scores = [_under_headings(texts, s) for texts, s in zip(sentences.texts, scores, strict=True)]
     ranked = sorted(
-        (Quote(n, _quote_window(sentences.texts[n - 1], i), float(s[i])) for n, s in enumerate(scores, start=1) for i in range(len(s))
+        (_quote(sentences.texts[n - 1], n, i, float(s[i])) for n, s in enumerate(scores, start=1) for i in range(len(s))
          if _quotable(sentences.texts[n - 1][i])),
         key=lambda q: -q.score,
     )
     picked: list[Quote] = []
     for quote in ranked:
-        if any(quote.text == p.text or p.text in quote.text or quote.text in p.text for p in picked):
+        if any(_overlap(quote, p) for p in picked):
             continue
         if _DOT_LEADER.search(quote.text):
             continue
@@ -190,6 +194,13 @@ def select_quotes(sentences: PassageSentences, scores: Sequence[np.ndarray], mos
         if len(picked) == most:
             break
     return picked
+
+
+def _overlap(a: Quote, b: Quote) -> bool:
+    """Whether two quotes say the same: one holds the other, or both quote a sentence of one passage
+    (the second quote repeated the first's steps, seen in the browser once two quotes were always shown)."""
+    same_sentence = a.number == b.number and bool(set(a.sentences) & set(b.sentences))
+    return same_sentence or a.text in b.text or b.text in a.text
 
 
 MAX_LIST_ITEMS = 12

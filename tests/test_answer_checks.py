@@ -231,15 +231,34 @@ def test_an_answer_of_citations_only_is_no_answer():
 def test_a_quote_stops_at_the_next_entry_of_a_definition_list():
     """Seen in the browser with Debian's users-and-groups.html (HTML's <dl> becomes "term\\n:   text"): the quote
     about www-data ran on into the entry for the backup user."""
-    from answer_context import _quote_window
+    from answer_context import _quote
 
     texts = [
         "Some web servers run as www-data.",
         "Data written out\nby web servers will be owned by www-data.",
         "backup\n:   Presumably so backup/restore responsibilities can be locally\n    delegated to someone without full root permissions?",
     ]
-    assert _quote_window(texts, 0) == "Some web servers run as www-data. Data written out\nby web servers will be owned by www-data."
-    assert _quote_window(["Note: this runs on.", "So does this."], 0) == "Note: this runs on. So does this.", "a colon in a line is no entry"
+    assert _quote(texts, 1, 0, 1.0).text == "Some web servers run as www-data. Data written out\nby web servers will be owned by www-data."
+    assert _quote(["Note: this runs on.", "So does this."], 1, 0, 1.0).text == "Note: this runs on. So does this.", "a colon in a line is no entry"
+
+
+def test_two_quotes_never_repeat_a_sentence(embedder):
+    """The second quote is the best one that shares no sentence with the first: a window of sentences
+    after the best one would otherwise repeat most of it as the second quote."""
+    question = "How do I start the server?"
+    passages = [
+        "The server is started with the start command, which reads the configuration file before it opens any port. "
+        "Starting the server needs no root rights, because the start command drops them right after it binds the port. "
+        "The configuration file lists the port, the log folder and the number of worker processes to run. "
+        "Each worker process handles one connection at a time and is restarted when it fails. "
+        "The log folder keeps one file per day and old files are removed after a week.",
+        "The client connects over the network and retries when the connection fails.",
+    ]
+    quotes = _quotes(embedder, question, passages)
+    assert len(quotes) == 2
+    if quotes[0].number == quotes[1].number:
+        assert not set(quotes[0].sentences) & set(quotes[1].sentences), quotes
+    assert quotes[0].text not in quotes[1].text and quotes[1].text not in quotes[0].text
 
 
 def test_a_python_prompt_in_a_quote_is_not_a_nested_quote():
