@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from answer_context import CHARS_PER_TOKEN
-from answer_render import CITATION
+from answer_render import uncited
 from grounding import content_terms
 from keyword_index import exact_terms
 from name_search import named_identifiers
@@ -62,7 +62,6 @@ SWAP_MIN_SIMILARITY = 0.3
 """A previous term this similar to the new topic (cosine) is replaced by it; below, the topic is added."""
 
 _ASKING = re.compile(r"(?:what|which|who|when|where|why|how|is|are|do|does|did|can|could|should|would|will)\b", re.IGNORECASE)
-_OLD_CITATION = re.compile(r"\s?" + CITATION.pattern)
 _WORD = re.compile(r"[A-Za-z_][\w'.-]*[\w]|[A-Za-z_]")
 
 
@@ -225,7 +224,7 @@ def bounded_history(history: list[Message] | None, max_turns: int, max_tokens: i
     for m in history:
         content = str(m.get("content") or "").strip()
         if m.get("role") == "assistant":
-            content = _OLD_CITATION.sub("", content).strip()  # its numbers pointed at other passages
+            content = uncited(content)  # its numbers pointed at other passages
             content = _shorten(content, HISTORY_ANSWER_CHARS)
         if m.get("role") in ("user", "assistant") and content:
             clean.append({"role": m["role"], "content": content})
