@@ -280,6 +280,11 @@ def _backing(text: str, passages: Sequence[str], question: str = "") -> list[int
     return list(range(1, len(passages) + 1))
 
 
+def evidence_share(text: str, evidence: Sequence[str], question: str = "") -> float:
+    """The judge's share (`_share`) of a text's words that `evidence` holds: a summary sentence's parts are ranked by it."""
+    return _share(_claim_words(text, question), evidence)
+
+
 def _share(claim: _ClaimWords, evidence: Sequence[str]) -> float:
     """The share of a claim's words (`_ClaimWords`) that at most EVIDENCE_SENTENCES
     sentences of `evidence` hold, chosen greedily, each adding the most words not yet held (1.0 if
@@ -296,11 +301,3 @@ def _share(claim: _ClaimWords, evidence: Sequence[str]) -> float:
         best = max(sentences, key=lambda terms: len(terms - held), default=frozenset())
         held |= best
     return len(held) / len(words)
-
-
-def covered_share(text: str, evidence: str) -> float:
-    """The share of the text's content words that the evidence holds (1.0 if none)."""
-    words = content_terms(text) - YES_NO_WORDS
-    if not words:
-        return 1.0
-    return len(words & content_terms(evidence)) / len(words)

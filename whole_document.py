@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from answer_check import covered_share, judge_text
+from answer_check import evidence_share, judge_text
 from answer_render import OUTLINE_PART, cite
 from config import Settings
 from doc_types import Chunk
@@ -266,7 +266,7 @@ def judge_summary(sentences: Sequence[tuple[int, str]], parts: Sequence[OutlineP
             dropped.append(f"“{_shortened(text)}”: it cites no part")
             continue
         judged = judge_text(cite(text, [part]), texts)
-        shares = [covered_share(text, t) for t in texts]
+        shares = [evidence_share(text, [t]) for t in texts]
         if judged.shown and shares[part - 1] < max(shares):
             judged = judge_text(text, texts)  # uncited: re-cited to the part that covers it best
         if judged.shown:
