@@ -174,10 +174,11 @@ def back_claim(claim: str, passages: Sequence[str], question: str = "") -> Backi
     a summary's are judged alike; the question's own words and numbers count as given."""
     body = uncited(claim)
     cited = tuple(cited_numbers(claim, len(passages)))
-    problem = _unbacked(body, [passages[n - 1] for n in cited], question) if cited else "a sentence cites no passage that holds it"
+    claim = _claim_words(body, question)
+    problem = _unbacked(body, claim, [passages[n - 1] for n in cited], question) if cited else "a sentence cites no passage that holds it"
     if problem is None:
         return Backing(cited, cited)
-    return Backing(cited, tuple(_backing(body, passages, question)), problem)
+    return Backing(cited, tuple(_backing(body, claim, passages, question)), problem)
 
 
 def judge_text(text: str, passages: Sequence[str]) -> Judgement:
@@ -199,12 +200,11 @@ def judge_text(text: str, passages: Sequence[str]) -> Judgement:
     return Judgement(True, text=shown)
 
 
-def _unbacked(text: str, evidence: Sequence[str], question: str = "") -> str | None:
-    """Why `evidence` does not back `text`, or None when it does."""
+def _unbacked(text: str, claim: _ClaimWords, evidence: Sequence[str], question: str = "") -> str | None:
+    """Why `evidence` does not back `text` (`claim` its words), or None when it does."""
     exact = exact_mismatches(text, "\n".join(evidence), question)
     if exact:
         return exact[0].replace("the passage", "its evidence")
-    claim = _claim_words(text, question)
     if _share(claim, evidence) < COVERAGE:
         return "its words are not those of the excerpts it names"
     if claim.adds_nothing and _reverses(text, claim.words, evidence):
@@ -268,14 +268,13 @@ def _reverses(text: str, words: frozenset[str], evidence: Sequence[str]) -> bool
     return bool(near) and _negated(text) not in near
 
 
-def _backing(text: str, passages: Sequence[str], question: str = "") -> list[int]:
+def _backing(text: str, claim: _ClaimWords, passages: Sequence[str], question: str = "") -> list[int]:
     """The fewest passages (1-based), most covering first, that back `text`; empty when all of them together do not."""
-    if _unbacked(text, passages, question) is not None:
+    if _unbacked(text, claim, passages, question) is not None:
         return []
-    claim = _claim_words(text, question)
     ranked = sorted(range(1, len(passages) + 1), key=lambda n: -_share(claim, [passages[n - 1]]))
     for size in range(1, len(ranked) + 1):
-        if _unbacked(text, [passages[n - 1] for n in ranked[:size]], question) is None:
+        if _unbacked(text, claim, [passages[n - 1] for n in ranked[:size]], question) is None:
             return sorted(ranked[:size])
     return list(range(1, len(passages) + 1))
 

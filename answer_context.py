@@ -199,7 +199,7 @@ def select_quotes(sentences: PassageSentences, scores: Sequence[np.ndarray], mos
 def _overlap(a: Quote, b: Quote) -> bool:
     """Whether two quotes say the same: one holds the other, or both quote a sentence of one passage
     (the second quote repeated the first's steps, seen in the browser once two quotes were always shown)."""
-    same_sentence = a.number == b.number and bool(set(a.sentences) & set(b.sentences))
+    same_sentence = a.number == b.number and a.sentences.start < b.sentences.stop and b.sentences.start < a.sentences.stop
     return same_sentence or a.text in b.text or b.text in a.text
 
 

@@ -23,7 +23,7 @@ from answer_sources import arrange_sources
 from answer_types import Answer
 from answer_verdict import model_hint
 from config import Settings
-from conversation import looks_like_follow_up, make_standalone
+from conversation import looks_like_follow_up, previous_standalone, rewrite_by_rule
 from data_folder import DataLock, LockMode, ensure_writable, open_stores_or_rebuild
 from embeddings import EmbeddingBackend
 from errors import LLMError, describe_error
@@ -355,9 +355,9 @@ class RAGSystem:
         """The follow-up to search for, rewritten to stand alone; as asked when no rewrite holds."""
         t = time.perf_counter()
         embedder = self.embedder.for_checks if self.vectors.available else None
-        rewrite = make_standalone(answer.question, history, embedder)
+        rewrite = rewrite_by_rule(answer.question, previous_standalone(history, embedder), embedder)  # a follow-up: already read as one
         answer.timings["rewrite_s"] = time.perf_counter() - t
-        if rewrite is None or rewrite.strip() == answer.question:
+        if rewrite.strip() == answer.question:
             return answer.question
         log.info("Follow-up %r searched as %r", answer.question, rewrite)
         answer.standalone_question = rewrite
