@@ -263,7 +263,7 @@ def stream_to_terminal(updates: Iterator[Answer]) -> Answer | None:
         if answer.quotes and not quoted and not answer.refused:
             quoted = True
             print("From the documents:\n" + quote_lines(answer.quotes) + "\n\nAnswer:", flush=True)
-        if answer.set_aside is None and len(answer.text) > printed:
+        if answer.set_aside is None and len(answer.text) > printed and answer.text.startswith(shown):
             sys.stdout.write(answer.text[printed:])
             sys.stdout.flush()
             OpenLine.open, printed, shown = not answer.text.endswith("\n"), len(answer.text), answer.text

@@ -123,7 +123,7 @@ def completion_chunks(updates: Iterator[Answer]) -> Iterator[str]:
             lead = f"{QUOTES_TITLE}\n{quote_lines(answer.quotes)}\n\nAnswer: "
             streamed += lead
             yield event({"content": lead})
-        if answer.set_aside is None and len(answer.text) > sent:
+        if answer.set_aside is None and len(answer.text) > sent and answer.text.startswith(shown):
             streamed += answer.text[sent:]
             yield event({"content": answer.text[sent:]})
             sent, shown = len(answer.text), answer.text

@@ -202,7 +202,7 @@ def _draft(
         for piece in model.stream(messages, max_tokens, schema=schema):
             answer.timings.setdefault("first_token_s", time.perf_counter() - started)
             raw += piece
-            answer.text = prefix + paragraph(read_sentences(raw, closed=False))
+            answer.text = prefix + paragraph(read_sentences(raw))  # whole sentences: it only grows
             yield answer
     except LLMError as exc:
         failed(exc)
@@ -228,13 +228,12 @@ def summary_schema(parts: int) -> dict[str, object]:
     }
 
 
-def read_sentences(raw: str, closed: bool = True) -> list[tuple[int, str]]:
-    """(part, sentence) for each sentence of the reply, in order; with `closed` only those whose text
-    ended, so a reply cut off at the token limit keeps its whole sentences. Empty for a reply that is
-    not the JSON asked for."""
+def read_sentences(raw: str) -> list[tuple[int, str]]:
+    """(part, sentence) for each sentence of the reply whose text ended, in order, so a reply cut off
+    at the token limit keeps its whole sentences. Empty for a reply that is not the JSON asked for."""
     sentences = []
     for found in _ITEM.finditer(raw):
-        if closed and not found[3]:
+        if not found[3]:
             continue
         try:
             text = str(json.loads(f'"{found[2]}"'))

@@ -360,6 +360,7 @@ def test_summary_shows_the_outline_before_the_model_is_called_then_calls_it_once
     assert all(f"[{n}]" in prompt for n in range(1, len(parts) + 1)) and len(prompt) < 4000
     drafts = [text for text, _ in updates[1:-1] if DRAFT_LABEL in text]
     assert drafts and drafts[0].startswith(outline) and "Tuples are immutable sequences" in drafts[-1], "the draft streams below the outline"
+    assert all(later.startswith(earlier) for earlier, later in zip(drafts, drafts[1:])), "it only grows: a terminal prints it as it comes"
     assert answer.done and answer.kind == "summary" and not answer.error and not answer.notice
     summary, _, below = answer.text.partition("\n\n")
     assert summary == f"Tuples are immutable sequences of values [1]. A tuple can be a dictionary key [{keys}]."
