@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from answer_types import ShownQuote
 from grounding import (
     LIST_ITEM,
     TABLE_RULE,
@@ -286,6 +287,6 @@ def _excerpt(passage: str, texts: Sequence[str], indexes: Sequence[int]) -> str:
     return "\n…\n".join(p.strip() for p in pieces)
 
 
-def quotes_json(quotes: Sequence[Quote], places: Sequence[str]) -> list[dict[str, object]]:
-    """The quotes as the answer carries them: {"passage", "text", "location"}, `places` one a quote."""
-    return [{"passage": q.number, "text": q.text, "location": where} for q, where in zip(quotes, places, strict=True)]
+def shown_quotes(quotes: Sequence[Quote], places: Sequence[str]) -> list[ShownQuote]:
+    """The quotes as the answer carries them, `places` one a quote."""
+    return [ShownQuote(q.number, q.text, where) for q, where in zip(quotes, places, strict=True)]

@@ -26,10 +26,10 @@ from typing import Protocol
 from llm_handler import REFUSAL
 from markdown_code import closing_fence, code_spans, outside_code
 
-CITATION = re.compile(r"\[(\d+)\]")
+CITATION = re.compile(r"(?<!\\)\[(\d+)\]")
 """A citation as the prompt asks for it: one passage number in brackets, "[2]". A list such
-as "[1, 2]" is not one: in an answer it is more often Python than a citation."""
-CITATION_IN_MARKDOWN = re.compile(r"(?<!\\)" + CITATION.pattern)  # not the "\[" of an escaped image
+as "[1, 2]" is not one: in an answer it is more often Python than a citation, and neither is the
+"[2]" that rendered markdown escapes with a backslash (an image's brackets, a quote's own text)."""
 BLOCK_PREFIX = re.compile(r"^\s*(?:(?:[-*+•]|\d+[.)]|#{1,6}|>)\s+)*")
 MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
 MARKDOWN_HEADING = re.compile(r"^#{1,6} ", re.MULTILINE)  # the heading path is shown on its own line
@@ -62,6 +62,22 @@ class PassageView(Placed, Protocol):
     def found_by(self) -> Mapping[str, int]: ...
 
 
+class QuoteView(Protocol):
+    """A quote as the renderers read it (answer_types.ShownQuote has it)."""
+
+    @property
+    def passage(self) -> int: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def location(self) -> str: ...
+
+
+class TimingsView(Protocol):
+    @property
+    def total_s(self) -> float | None: ...
+
+
 class AnswerView(Protocol):
     """An answer as the renderers read it (rag_system.Answer has it); the optional fields are read with getattr."""
 
@@ -72,7 +88,7 @@ class AnswerView(Protocol):
     @property
     def done(self) -> bool: ...
     @property
-    def timings(self) -> Mapping[str, float]: ...
+    def timings(self) -> TimingsView: ...
     @property
     def passages(self) -> Sequence[PassageView]: ...
 
@@ -317,7 +333,7 @@ def link_citations(markdown: str, count: int) -> str:
 
     out, pos = [], 0
     for s, e in outside_code(markdown):
-        out += [markdown[pos:s], CITATION_IN_MARKDOWN.sub(link, markdown[s:e])]
+        out += [markdown[pos:s], CITATION.sub(link, markdown[s:e])]
         pos = e
     return "".join(out) + markdown[pos:]
 
@@ -357,12 +373,12 @@ def mark_unsupported(text: str) -> str:
     return "\n".join(lines)
 
 
-def quotes_markdown(quotes: Sequence[Mapping[str, object]]) -> str:
+def quotes_markdown(quotes: Sequence[QuoteView]) -> str:
     """The supporting sentences, verbatim, each with its place: shown before the model writes."""
     blocks = []
     for q in quotes:
-        body = safe_markdown("\n".join(f"> {line}" for line in _quoted_lines(str(q["text"]))))  # a fence closes inside it
-        blocks.append(f"{body}\n>\n> — [{q['passage']}] {literal_markdown(str(q['location']))}")
+        body = safe_markdown("\n".join(f"> {line}" for line in _quoted_lines(q.text)))  # a fence closes inside it
+        blocks.append(f"{body}\n>\n> — [{q.passage}] {literal_markdown(q.location)}")
     return "\n\n".join(blocks)
 
 
@@ -391,12 +407,12 @@ def unquoted(line: str) -> str:
     return "\\" + line if line.startswith(">") else line
 
 
-def quote_lines(quotes: Sequence[Mapping[str, object]]) -> str:
+def quote_lines(quotes: Sequence[QuoteView]) -> str:
     """The quotes as plain text for a terminal: each verbatim, then its place."""
     blocks = []
     for q in quotes:
-        text = " ".join(str(q["text"]).split())
-        blocks.append(f"  “{text}”\n    — [{q['passage']}] {q['location']}")
+        text = " ".join(q.text.split())
+        blocks.append(f"  “{text}”\n    — [{q.passage}] {q.location}")
     return "\n".join(blocks)
 
 
@@ -427,7 +443,7 @@ def _indexing_lead(answer: AnswerView) -> str:
 
 def repeats_the_quotes(answer: AnswerView) -> bool:
     """The model's text is the quote shown above it, word for word: citations and whitespace aside."""
-    quotes = [str(q["text"]) for q in getattr(answer, "quotes", None) or []]
+    quotes = [q.text for q in getattr(answer, "quotes", None) or []]
     if not answer.done or not quotes or getattr(answer, "set_aside", None) is not None:
         return False
 
@@ -571,7 +587,7 @@ def answer_note(answer: AnswerView) -> str:
             if answer.text.startswith(UNCONFIRMED):  # their nearest sentences are shown, and may answer it
                 return "No answer could be confirmed; these passages came closest."
             return "The documents do not answer this; these passages came closest."
-        took = answer.timings.get("total_s")
+        took = answer.timings.total_s
         after = f" in {took:.1f}s" if took else ""
         if getattr(answer, "set_aside", None) is not None:  # the quotes answer; the model's text did not stand
             return f"Quoted from the passages{after}; the answer of {answer.model or 'the model'} was set aside"

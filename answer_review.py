@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from answer_check import back_claim
-from answer_context import Quote, quotes_json, select_quotes, sentence_scores
+from answer_context import Quote, select_quotes, sentence_scores, shown_quotes
 from answer_render import refusal_text
 from answer_types import Answer, Relevance
 from answer_verdict import (
@@ -77,13 +77,13 @@ class AnswerReview:
             return None
         relevance = assess_relevance(question_vector, question, sentences, self.settings, rare)
         answer.relevance = Relevance(relevance.similarity, relevance.overlap, relevance.relevant, relevance.model_decides)
-        answer.timings["relevance_s"] = time.perf_counter() - t
+        answer.timings.relevance_s = time.perf_counter() - t
         return Evidence(sentences, question_vector, sentence_scores(sentences, question_vector, question, self.keywords.idf), question)
 
     def quote(self, answer: Answer, evidence: Evidence) -> None:
         """The passage sentences that best answer the question, shown before the model writes."""
         quotes = select_quotes(evidence.sentences, evidence.scores)
-        answer.quotes = quotes_json(quotes, quote_places(answer, quotes))
+        answer.quotes = shown_quotes(quotes, quote_places(answer, quotes))
 
     def refuse(self, answer: Answer, evidence: Evidence | None, nearest: bool = False) -> None:
         """The documents do not cover the question: say so, with the closest passages, instead of
@@ -140,7 +140,7 @@ class AnswerReview:
         answer.unsupported = grounding.unsupported
         answer.sentences_checked = len(grounding.checked)
         answer.highlights = grounding.highlights
-        answer.timings["grounding_s"] = time.perf_counter() - t
+        answer.timings.grounding_s = time.perf_counter() - t
         return grounding
 
 

@@ -32,6 +32,7 @@ sources by the numbers it printed.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from answer_render import citations, cited_numbers, sources_text, weak_matches_note
 from answer_types import Answer
@@ -76,7 +77,7 @@ def listing_order(answer: Answer, weak: Sequence[bool]) -> tuple[list[int], int]
     then the close ones in retrieval order, then the weak ones."""
     count = len(answer.passages)
     cited = [int(m[1]) - 1 for m in citations(answer.text) if 1 <= int(m[1]) <= count]
-    cited += [int(str(q["passage"])) - 1 for q in answer.quotes if 1 <= int(str(q["passage"])) <= count]
+    cited += [q.passage - 1 for q in answer.quotes if 1 <= q.passage <= count]
     first = list(dict.fromkeys(cited))
     close = [i for i in range(count) if i not in first and not weak[i]]
     rest = [i for i in range(count) if i not in first and weak[i]]
@@ -99,7 +100,7 @@ def arrange_sources(answer: Answer, settings: Settings) -> None:
     if answer.set_aside:
         answer.set_aside = renumber_citations(answer.set_aside, numbers)
     answer.unsupported = [renumber_citations(s, numbers) for s in answer.unsupported]
-    answer.quotes = [{**q, "passage": numbers.get(int(str(q["passage"])), q["passage"])} for q in answer.quotes]
+    answer.quotes = [replace(q, passage=numbers.get(q.passage, q.passage)) for q in answer.quotes]
     answer.highlights = {numbers.get(n, n): texts for n, texts in answer.highlights.items()}
 
 

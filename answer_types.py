@@ -29,6 +29,37 @@ class Relevance:
     """The model's p(yes) that the quotes answer the question, asked when its own answer was flagged."""
 
 
+@dataclass(frozen=True)
+class ShownQuote:
+    """A passage sentence shown verbatim before the model writes (and as the answer when its text is
+    set aside): `passage` is its passage's number in the list, `location` its place in the file."""
+
+    passage: int
+    text: str
+    location: str
+
+
+@dataclass
+class Timings:
+    """Seconds from the question to the end of each stage the answer went through (None: it did not
+    run); `prompt_chars` is the size of the model's prompt."""
+
+    retrieve_s: float | None = None
+    outline_s: float | None = None
+    rewrite_s: float | None = None
+    relevance_s: float | None = None
+    grounding_s: float | None = None
+    quotes_s: float | None = None
+    quotes_judge_s: float | None = None
+    first_token_s: float | None = None
+    summary_s: float | None = None
+    total_s: float | None = None
+    prompt_chars: int | None = None
+
+    def to_json(self) -> dict[str, float]:
+        return {name: round(value, 4) for name, value in asdict(self).items() if value is not None}
+
+
 @dataclass
 class Answer:
     """An answer as it streams: `text` grows; `done` is set on the last update.
@@ -42,7 +73,7 @@ class Answer:
     text: str = ""
     model: str = ""
     passages: list[Passage] = field(default_factory=list)
-    timings: dict[str, float] = field(default_factory=dict)
+    timings: Timings = field(default_factory=Timings)
     error: str | None = None
     done: bool = False
     kind: str = "answer"
@@ -57,8 +88,8 @@ class Answer:
     highlights: dict[int, list[str]] = field(default_factory=dict)
     """1-based passage number -> its sentences, verbatim, that support the answer or match the question."""
     relevance: Relevance = field(default_factory=Relevance)
-    quotes: list[dict[str, Any]] = field(default_factory=list)
-    """Passage sentences, verbatim, that best answer the question: {"passage", "text", "location"}; shown first."""
+    quotes: list[ShownQuote] = field(default_factory=list)
+    """Passage sentences, verbatim, that best answer the question; shown first."""
     set_aside: str | None = None
     """The model's text when the checks set it aside and the quotes stand as the answer."""
     notice: str | None = None
@@ -100,13 +131,13 @@ class Answer:
             "sources": self.sources_json(),
             "highlights": {str(n): texts for n, texts in sorted(self.highlights.items())},
             "relevance": asdict(self.relevance),
-            "quotes": self.quotes,
+            "quotes": [asdict(q) for q in self.quotes],
             "set_aside": self.set_aside,
             "notice": self.notice,
             "model_hint": self.model_hint,
             "tidied": self.tidied,
             "indexing": self.indexing,
-            "timings": {k: round(v, 4) for k, v in self.timings.items()},
+            "timings": self.timings.to_json(),
         }
         if self.error:
             out["error"] = self.error

@@ -95,8 +95,8 @@ def let_quotes_stand(answer: Any, reason: str) -> None:
     """Set the model's text aside, with the reason, and make the quotes the answer."""
     answer.set_aside = answer.text
     add_notice(answer, f"The model's answer was set aside: {reason}. The passages say:")
-    quotes = [Quote(q["passage"], q["text"], 0.0) for q in answer.quotes]
-    answer.text = quotes_markdown(quotes, [str(q["location"]) for q in answer.quotes])
+    quotes = [Quote(q.passage, q.text, 0.0) for q in answer.quotes]
+    answer.text = quotes_markdown(quotes, [q.location for q in answer.quotes])
     answer.unsupported = []
 
 

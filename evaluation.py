@@ -488,7 +488,7 @@ def _answer_row(rag: Any, item: dict[str, Any], k: int, history: list[dict[str, 
         "answer": answer.text,
         "model_text": model_text,
         "draft": answer.draft,  # the model's own words: bench/replay.py replays them through today's checks
-        "quotes": [q["text"] for q in answer.quotes],
+        "quotes": [q.text for q in answer.quotes],
         "answerable": is_answerable(item),
         "refused": refused,
         "kind": answer.kind,
@@ -504,7 +504,7 @@ def _answer_row(rag: Any, item: dict[str, Any], k: int, history: list[dict[str, 
         "quotes_answer": answer.relevance.quotes_answer,  # the model's p(yes) that the quotes answer (a flagged answer)
         "model": answer.model,
         "quotes_s": quotes_s,
-        "first_token_s": answer.timings.get("first_token_s"),
+        "first_token_s": answer.timings.first_token_s,
         "total_s": time.perf_counter() - started,
         "notice": answer.notice,
     }, answer

@@ -55,7 +55,7 @@ class FreeAnswer:
     ) -> Iterator[Answer]:
         """Stream the model's answer into `answer`, tidied (answer_tidy.py), an earlier answer copied marked; an LLM failure becomes a note."""
         messages = self.messages(question, answer.passages, self.passage_texts(answer.passages, checks), history)
-        answer.timings["prompt_chars"] = float(sum(len(m["content"]) for m in messages))
+        answer.timings.prompt_chars = sum(len(m["content"]) for m in messages)
         hit_limit = yield from self.stream_into(answer, messages, started)
         if answer.error:
             return
@@ -80,7 +80,8 @@ class FreeAnswer:
             answer.draft = ""
             try:
                 for piece in stream:
-                    answer.timings.setdefault("first_token_s", time.perf_counter() - started)
+                    if answer.timings.first_token_s is None:
+                        answer.timings.first_token_s = time.perf_counter() - started
                     answer.draft += piece
                     yield piece
             finally:

@@ -207,7 +207,7 @@ class RAGSystem:
         search, answer.focus, answer.notice = self.retriever.focus(search)  # a long question: its most informative part
         rare = self.retriever.rare_terms(search)  # names few chunks hold: retrieval and the relevance gate trust them
         answer.passages = self.retriever.retrieve(search, k=k, where=where, rare=rare)
-        answer.timings["retrieve_s"] = time.perf_counter() - started
+        answer.timings.retrieve_s = time.perf_counter() - started
         yield answer
         if not answer.passages:
             answer.text = "No documents are indexed yet, or none matched — add files to the documents folder and run `python main.py index`."
@@ -222,7 +222,7 @@ class RAGSystem:
             return
         if checks and not undecided:  # an undecided question shows no quotes until the model has read the passages
             self.review.quote(answer, checks)
-            answer.timings["quotes_s"] = time.perf_counter() - started
+            answer.timings.quotes_s = time.perf_counter() - started
             yield answer
         yield from self.free.generate(answer, search, history if follow_up else [], started, checks)
         declined = bool(answer.text and not answer.error and model_refused(answer.text))
@@ -262,11 +262,11 @@ class RAGSystem:
             return True
         t = time.perf_counter()
         try:
-            chance = llm.yes_probability(quotes_answer_messages(question, [str(q["text"]) for q in answer.quotes]))
+            chance = llm.yes_probability(quotes_answer_messages(question, [q.text for q in answer.quotes]))
         except LLMError as exc:
             log.warning("The model could not judge the quotes: %s", exc)
             return True
-        answer.timings["quotes_judge_s"] = time.perf_counter() - t
+        answer.timings.quotes_judge_s = time.perf_counter() - t
         answer.relevance.quotes_answer = round(chance, 4)
         log.info("The model judges the quotes answer the question with p(yes) %.2f", chance)
         return chance >= self.settings.quotes_judge_min_yes
@@ -334,11 +334,11 @@ class RAGSystem:
     def _finish(self, answer: Answer, started: float) -> Answer:
         if answer.kind in ("answer", "refusal"):  # retrieved passages: cited first, weak matches set apart (answer_sources.py)
             arrange_sources(answer, self.settings)
-        answer.timings["total_s"] = time.perf_counter() - started
+        answer.timings.total_s = time.perf_counter() - started
         answer.done = True
         log.info(
             "Answered (%s) in %.2fs with %s (%d passages, %d weak left out, %d of %d sentences unsupported)",
-            answer.kind, answer.timings["total_s"], answer.model or "no model", len(answer.passages), len(answer.more_passages),
+            answer.kind, answer.timings.total_s, answer.model or "no model", len(answer.passages), len(answer.more_passages),
             len(answer.unsupported), answer.sentences_checked,
         )
         return answer
@@ -356,7 +356,7 @@ class RAGSystem:
         t = time.perf_counter()
         embedder = self.embedder.for_checks if self.vectors.available else None
         rewrite = rewrite_by_rule(answer.question, previous_standalone(history, embedder), embedder)  # a follow-up: already read as one
-        answer.timings["rewrite_s"] = time.perf_counter() - t
+        answer.timings.rewrite_s = time.perf_counter() - t
         if rewrite.strip() == answer.question:
             return answer.question
         log.info("Follow-up %r searched as %r", answer.question, rewrite)

@@ -123,7 +123,7 @@ def answer_summary(answer: Answer) -> dict[str, Any]:
         "answer": answer.text,
         "kind": answer.kind,
         "refused": answer.refused,
-        "quotes": answer.quotes,
+        "quotes": [asdict(q) for q in answer.quotes],
         "citations": [located_passage(n, p) for n, p in enumerate(answer.passages, start=1)],
         # weak matches the list leaves out (answer_sources.py), numbered on after the citations
         "weak_matches": [located_passage(n, p) for n, p in enumerate(answer.more_passages, start=len(answer.passages) + 1)],

@@ -13,6 +13,7 @@ import json
 import logging
 import tempfile
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -66,7 +67,7 @@ class NotFound(DocqaError):
 
 def answer_events(updates: Iterator[Answer]) -> Iterator[str]:
     """`quotes` once found, `token` as the text grows, then `answer`: the object `ask --json` prints."""
-    sent, quoted = 0, False
+    sent, shown, quoted = 0, "", False
     answer: Answer | None = None
     for update in guarded(updates, lambda message: f"event: error\ndata: {json.dumps({'detail': message})}\n\n"):
         if isinstance(update, str):
@@ -75,10 +76,10 @@ def answer_events(updates: Iterator[Answer]) -> Iterator[str]:
         answer = update
         if answer.quotes and not quoted:
             quoted = True
-            yield f"event: quotes\ndata: {json.dumps(answer.quotes, ensure_ascii=False)}\n\n"
-        if answer.set_aside is None and len(answer.text) > sent:
+            yield f"event: quotes\ndata: {json.dumps([asdict(q) for q in answer.quotes], ensure_ascii=False)}\n\n"
+        if answer.set_aside is None and len(answer.text) > sent and answer.text.startswith(shown):  # tokens only add
             yield f"event: token\ndata: {json.dumps({'text': answer.text[sent:]}, ensure_ascii=False)}\n\n"
-            sent = len(answer.text)
+            sent, shown = len(answer.text), answer.text
     if answer is not None:
         yield f"event: answer\ndata: {json.dumps(answer.to_json(), ensure_ascii=False)}\n\n"
 

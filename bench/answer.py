@@ -88,7 +88,7 @@ def time_answer(rag: Any, question: str, k: int | None) -> dict[str, Any]:
     assert answer is not None
     return {
         "visible_s": round(visible if visible is not None else total, 3),
-        "first_token_s": round(answer.timings["first_token_s"], 3) if "first_token_s" in answer.timings else None,
+        "first_token_s": round(answer.timings.first_token_s, 3) if answer.timings.first_token_s is not None else None,
         "answer_s": round(total, 3),
         "kind": answer.kind,
         "quoted": bool(answer.quotes),

@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(scratch, ignore_errors=True)
     load_after = os.getloadavg()[0]
 
-    first_token = answer.timings.get("first_token_s")
+    first_token = answer.timings.first_token_s
     print(answer.text)
     if answer.notice:
         print(f"\nNote: {answer.notice}")

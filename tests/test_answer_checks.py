@@ -264,9 +264,10 @@ def test_a_python_prompt_in_a_quote_is_not_a_nested_quote():
     # Seen in the browser: ">>>minutes=105" from the book showed as three nested quote bars.
     from answer_context import Quote
     from answer_render import quotes_markdown as shown_first
+    from answer_types import ShownQuote
 
     text = "Floor division returns the integer number of hours:\n>>>minutes=105\n>>>hours=minutes// 60"
-    for shown in (quotes_markdown([Quote(1, text, 1.0)], ["book.pdf, page 3"]), shown_first([{"text": text, "passage": 1, "location": "book.pdf, page 3"}])):
+    for shown in (quotes_markdown([Quote(1, text, 1.0)], ["book.pdf, page 3"]), shown_first([ShownQuote(1, text, "book.pdf, page 3")])):
         assert "> \\>>>minutes=105" in shown and "\n> >>>" not in shown
     fenced = "Like this:\n```\n>>> 7 // 2\n3\n```"
     assert "> >>> 7 // 2" in quotes_markdown([Quote(1, fenced, 1.0)], ["book.pdf, page 3"])  # code keeps its prompt

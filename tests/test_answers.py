@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -50,18 +51,18 @@ def test_example_question_is_answered_right_with_a_quote_first(shipped, question
     assert answer.quotes, "quotes back every answer"
     texts = [" ".join(p.text.split()) for p in answer.passages]
     for q in answer.quotes:  # verbatim, from the passage they name, on the lines they name
-        assert " ".join(q["text"].split()) in texts[q["passage"] - 1]
-        source = answer.passages[q["passage"] - 1].source
-        assert str(q["location"]).startswith(f"{source}, "), q["location"]
-        lines = re.fullmatch(rf"{re.escape(source)}, lines? (\d+)(?:-(\d+))?", str(q["location"]))
+        assert " ".join(q.text.split()) in texts[q.passage - 1]
+        source = answer.passages[q.passage - 1].source
+        assert q.location.startswith(f"{source}, "), q.location
+        lines = re.fullmatch(rf"{re.escape(source)}, lines? (\d+)(?:-(\d+))?", q.location)
         if lines:  # a text file: the quote stands on those lines of it
             file_lines = (shipped.settings.docs_dir / source).read_text(encoding="utf-8").splitlines()
             on_them = " ".join(" ".join(file_lines[int(lines[1]) - 1 : int(lines[2] or lines[1])]).split())
-            assert " ".join(q["text"].split()) in on_them, (q["location"], on_them)
+            assert " ".join(q.text.split()) in on_them, (q.location, on_them)
     assert answer.model.startswith("llama.cpp:qwen2.5-coder-1.5b")
     assert answer.model_hint and "ollama pull" in answer.model_hint
     json = answer.to_json()
-    assert json["model"] == answer.model and json["quotes"] == answer.quotes
+    assert json["model"] == answer.model and json["quotes"] == [asdict(q) for q in answer.quotes]
 
 
 @pytest.mark.slow
@@ -121,7 +122,7 @@ def test_ollama_answers_get_the_same_quotes_and_checks(tmp_path, embedder, piece
         rag.close()
         server.__exit__(None, None, None)
     assert answer.model == "ollama:llama3.2" and answer.model_hint is None
-    assert answer.quotes and any("1000" in q["text"] for q in answer.quotes)
+    assert answer.quotes and any("1000" in q.text for q in answer.quotes)
     if shown:
         assert answer.set_aside is None and "1000 characters" in answer.text
     else:
@@ -343,5 +344,5 @@ def test_the_quote_answers_the_subject_not_the_words_every_document_shares(tmp_p
     words that name the subject ("scanned", "PDF") are the ones few chunks hold, and the list of
     file types read with OCR must be quoted too."""
     answer = ask_standin(tmp_path, embedder, ["Yes: scanned PDF pages are read with OCR [1]."], "Can I ask docqa questions about a scanned PDF?")
-    assert any("scanned PDF pages, read offline with OCR" in q["text"] for q in answer.quotes)
+    assert any("scanned PDF pages, read offline with OCR" in q.text for q in answer.quotes)
 

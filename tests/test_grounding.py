@@ -202,7 +202,7 @@ def test_the_sources_line_never_says_the_model_answered_when_its_text_was_set_as
     from answer_types import Answer
 
     answer = Answer(question="q", text="> quoted", model="llama.cpp:qwen", done=True, set_aside="wrong text")
-    answer.timings["total_s"] = 2.0
+    answer.timings.total_s = 2.0
     assert answer_note(answer) == "Quoted from the passages in 2.0s; the answer of llama.cpp:qwen was set aside"
     answer.set_aside = None
     assert answer_note(answer) == "Answered by llama.cpp:qwen in 2.0s"

@@ -10,7 +10,7 @@ from typing import Any, Iterator
 
 from answer_render import answer_as_text, answer_markdown, citations, sources_html
 from answer_sources import arrange_sources, streamed_order, streamed_sources_text
-from answer_types import Answer
+from answer_types import Answer, ShownQuote
 from conftest import ROOT, rag_with
 from doc_types import Chunk
 from llm_handler import LLMBackend
@@ -67,7 +67,7 @@ def test_cited_passages_are_listed_first_and_every_citation_is_renumbered_to_the
     answer = Answer(
         question="q", passages=list(passages), done=True,
         text="Gamma is third [3]. Beta follows alpha [2]. Code `xs[1]` stays.",
-        quotes=[{"passage": 3, "text": "Gamma is third.", "location": "c.md"}],
+        quotes=[ShownQuote(3, "Gamma is third.", "c.md")],
         highlights={3: ["Gamma is third."], 2: ["Beta follows alpha."]},
         unsupported=["Beta follows alpha [2]."],
         set_aside="Alpha [1] and gamma [3].",
@@ -79,7 +79,7 @@ def test_cited_passages_are_listed_first_and_every_citation_is_renumbered_to_the
     assert [p.source for p in answer.more_passages] == ["far.md"]
     assert answer.text == "Gamma is third [1]. Beta follows alpha [2]. Code `xs[1]` stays."
     assert first_citations(answer.text) == [1, 2], "the text cites the list from its top"
-    assert answer.quotes[0]["passage"] == 1 and answer.highlights == {1: ["Gamma is third."], 2: ["Beta follows alpha."]}
+    assert answer.quotes[0].passage == 1 and answer.highlights == {1: ["Gamma is third."], 2: ["Beta follows alpha."]}
     assert answer.unsupported == ["Beta follows alpha [2]."] and answer.set_aside == "Alpha [3] and gamma [1]."
     # every rendering names the same passage by the same number
     assert "[\\[1\\]](#source-1)" in answer_markdown(answer)

@@ -31,6 +31,7 @@ import web_handlers
 import web_html
 import web_layout
 import web_questions
+from answer_types import ShownQuote, Timings
 from config import SETTING_FIELDS, env_name
 from rag_system import IndexStatus
 from scripts.make_documents import EXAMPLE_QUESTIONS, EXPECTED_SOURCES
@@ -93,7 +94,7 @@ def test_sources_panel_escapes_document_text():
         text="# Notes\n<script>window.__pwned=1</script>",
         first=chunk,
     )
-    answer = SimpleNamespace(passages=[passage], model="m", timings={"total_s": 1.0}, done=True)
+    answer = SimpleNamespace(passages=[passage], model="m", timings=Timings(total_s=1.0), done=True)
     shown = answer_render.sources_html(answer)
     assert "<script>" not in shown and "<b>" not in shown and "<i>" not in shown
     assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in shown
@@ -101,7 +102,7 @@ def test_sources_panel_escapes_document_text():
 
 
 def synthetic_answer(text: str = "", passages: list[Any] | None = None, **fields: Any) -> SimpleNamespace:
-    defaults = dict(question="q", model="m", timings={"total_s": 1.0}, done=True, error=None)
+    defaults = dict(question="q", model="m", timings=Timings(total_s=1.0), done=True, error=None)
     return SimpleNamespace(text=text, passages=passages or [], **{**defaults, **fields})
 
 
@@ -194,7 +195,7 @@ def test_inline_code_keeps_its_brackets_and_its_less_than():
 
 
 def test_a_fence_inside_a_quote_closes_inside_the_quote():
-    quotes = [{"passage": 1, "text": "Write it as:\n```python\nxs = [1]", "location": "lists.md, lines 1-3"}]
+    quotes = [ShownQuote(1, "Write it as:\n```python\nxs = [1]", "lists.md, lines 1-3")]
     answer = synthetic_answer("Like that [1].", [synthetic_passage("a")], quotes=quotes)
     html_text = rendered_html(answer_render.answer_markdown(answer))
     assert code_blocks(html_text) == ["xs = [1]\n"]
@@ -400,7 +401,7 @@ def test_a_waiter_whose_page_is_gone_stops_holding_up_the_queue(monkeypatch):
 
 def test_an_answer_that_only_repeats_its_quote_is_shown_once_with_its_citations():
     quote = "The default chunk size is 1000 characters,\nwith an overlap of 200."
-    quotes = [{"passage": 2, "text": quote, "location": "guide.md, lines 3-4"}]
+    quotes = [ShownQuote(2, quote, "guide.md, lines 3-4")]
     passages = [synthetic_passage("a"), synthetic_passage(quote)]
     repeated = synthetic_answer("The default chunk size is 1000 characters, with an  overlap of 200. [2]", passages, quotes=quotes)
     shown = answer_render.answer_markdown(repeated)
