@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -260,12 +261,19 @@ def _negated(text: str) -> bool:
 
 def _reverses(text: str, words: frozenset[str], evidence: Sequence[str]) -> bool:
     """Whether a claim that adds no word to the question (a yes or no: "Yes, libtasn1 handles the
-    REAL type"), `words` its content words, is negated where every evidence clause holding half its
-    words or more is not, or the other way round. Such a claim is its evidence's words in another
-    order, so the share of words backs a reversed yes as well as the right one; the negation is the
-    one thing it adds."""
-    near = [negated for passage in evidence for terms, negated in _passage_words(passage).clauses if 2 * len(terms & words) >= len(words)]
-    return bool(near) and _negated(text) not in near
+    REAL type"), `words` its content words, is negated where the evidence clauses that match it best
+    are not, or the other way round. Such a claim is its evidence's words in another order, so the
+    share of words backs a reversed yes as well as the right one; the negation is the one thing it
+    adds. Of the clauses holding half its words or more, those match best whose words fewest of the
+    others hold: a subject named all through a passage ("the Rules-Requires-Root field") does not
+    let a clause about something else outvote the one with the asked predicate ("must not change
+    the content of the package"), seen in a user trial."""
+    near = [(terms & words, negated) for passage in evidence for terms, negated in _passage_words(passage).clauses if 2 * len(terms & words) >= len(words)]
+    if not near:
+        return False
+    spread = Counter(word for held, _ in near for word in held)  # a word most near clauses hold tells them apart least
+    scores = [sum(1 / spread[word] for word in held) for held, _ in near]
+    return _negated(text) not in {negated for (_, negated), score in zip(near, scores, strict=True) if score == max(scores)}
 
 
 def _backing(text: str, claim: _ClaimWords, passages: Sequence[str], question: str = "") -> list[int]:

@@ -371,6 +371,11 @@ YES_NO_PAIRS = [
      "No, plain LZMA is not supported in the container format [1].", "Yes, plain LZMA is supported in the container format [1]."),
     ("Does font matching always return a font?", "Font matching ensures that a font will always be returned, but doesn't ensure that it is anything like the pattern.",
      "Yes, font matching always returns a font [1].", "No, font matching does not always return a font [1]."),
+    # the subject's name recurs in clauses that say other things: the clause with the asked predicate decides
+    ("Can the Cache-Policy setting change the output of the build?",
+     "When set, the Cache-Policy setting must hold a valid value. Tools read the Cache-Policy setting at start, "
+     "and a builder may ignore the Cache-Policy setting. The value of this setting must not change the output of the build in any way.",
+     "No, the Cache-Policy setting must not change the output of the build [1].", "Yes, the Cache-Policy setting can change the output of the build [1]."),
 ]
 
 
