@@ -92,8 +92,9 @@ class OutlinePart:
     cited: Chunk
     text: str
 
-    def line(self) -> str:
-        lead = "; ".join(self.headings)
+    def line(self, headings: bool = True) -> str:
+        """The outline's line for the part; without `headings` (the part before had the same ones) only its key sentence."""
+        lead = "; ".join(self.headings) if headings or not self.sentences else ""
         body = self.sentences[0] if self.sentences else ""
         return cite(f"{lead} — {body}" if lead and body else lead or body or "(no prose)", [self.number])
 
@@ -161,7 +162,7 @@ def stream_summary(
         return
     answer.passages = [Passage([p.cited], 0.0, {OUTLINE_PART: p.number}) for p in parts]
     answer.highlights = {p.number: list(p.sentences[:1]) for p in parts}
-    title, lines = OUTLINE_TITLE.format(source=source), "\n".join(f"- {p.line()}" for p in parts)
+    title, lines = OUTLINE_TITLE.format(source=source), outline_lines(parts)
     answer.text = f"{title}{PENDING}\n\n{lines}"
     answer.timings.retrieve_s = answer.timings.outline_s = time.perf_counter() - started
     yield answer
@@ -296,6 +297,12 @@ def summary_messages(source: str, parts: Sequence[OutlinePart]) -> list[Message]
 def outline(chunks: list[Chunk], max_parts: int) -> list[OutlinePart]:
     """One OutlinePart per part of the document, in order."""
     return [outline_part(n, part) for n, part in enumerate(split_parts(chunks, max_parts), start=1)]
+
+
+def outline_lines(parts: Sequence[OutlinePart]) -> str:
+    """One line a part; a part's headings only where they differ from the part's before (a page with
+    one title would repeat it on every line)."""
+    return "\n".join(f"- {p.line(i == 0 or p.headings != parts[i - 1].headings)}" for i, p in enumerate(parts))
 
 
 def split_parts(chunks: list[Chunk], max_parts: int) -> list[list[Chunk]]:

@@ -10,7 +10,7 @@ from question_intent import (
     names_construct,
     summary_target,
 )
-from whole_document import outline_part, split_parts
+from whole_document import outline, outline_lines, outline_part, split_parts
 
 SOURCES = ["thinkpython2.pdf", "notes/meeting-2024.md", "Report Q3.docx"]
 
@@ -55,6 +55,19 @@ def test_a_long_document_is_cut_at_chapter_starts_and_outlined_from_its_own_sent
     assert not any("=" in s for s in outlined.sentences)
     assert outlined.cited in parts[1] and outlined.sentences[0] in outlined.cited.text
     assert outlined.headings[0].startswith(f"Chapter {first}") and outlined.line().endswith("[1].")
+
+
+def test_an_outline_names_a_part_s_headings_once_where_parts_share_them():
+    def chunk(i: int, heading: str) -> Chunk:
+        text = f"Section {i} explains the buffer sizes and the header bytes of stream number {i} in detail."
+        return Chunk(id=str(i), text=text, source="a.html", title="", chunk_index=i, heading_path=[heading])
+
+    chunks = [chunk(i, "Usage Example") for i in range(6)] + [chunk(i, "Technical Details") for i in range(6, 9)]
+    parts = outline(chunks, 3)
+    lines = outline_lines(parts).splitlines()
+    assert [p.headings for p in parts] == [("Usage Example",), ("Usage Example",), ("Technical Details",)]
+    assert lines[0].startswith("- Usage Example — ") and lines[2].startswith("- Technical Details — ")
+    assert "Usage Example" not in lines[1] and lines[1].startswith(f"- {parts[1].sentences[0].rstrip('.')}"), "not repeated"
 
 
 FUNCTION_WORDS = frozenset("with if for in is not and or as from same this other".split())
