@@ -19,7 +19,7 @@ import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from answer_render import place
 from common_words import typo_edits, uncommon_words
@@ -129,10 +129,19 @@ def join_overlapping(a: str, b: str, max_overlap: int = 2000) -> str:
     return a + "\n" + b
 
 
+class Ranked(NamedTuple):
+    """One chunk's place in a fused ranking: its id, its fused score, and its 1-based rank in each
+    retriever that found it ("vector", "bm25", and "exact" once exact matches are put first)."""
+
+    id: str
+    score: float
+    found_by: dict[str, int]
+
+
 def reciprocal_rank_fusion(
     rankings: dict[str, list[str]], weights: dict[str, float], k: int = 60
-) -> list[tuple[str, float, dict[str, int]]]:
-    """Weighted RRF: score(d) = sum_r w_r / (k + rank_r(d)). Returns (id, score, ranks) best first."""
+) -> list[Ranked]:
+    """Weighted RRF: score(d) = sum_r w_r / (k + rank_r(d)). Returns them best first."""
     scores: dict[str, float] = {}
     ranks: dict[str, dict[str, int]] = {}
     for name, ids in rankings.items():
@@ -141,16 +150,16 @@ def reciprocal_rank_fusion(
             scores[cid] = scores.get(cid, 0.0) + weight / (k + rank)
             ranks.setdefault(cid, {})[name] = rank
     ordered = sorted(scores, key=lambda c: scores[c], reverse=True)
-    return [(cid, scores[cid], ranks[cid]) for cid in ordered]
+    return [Ranked(cid, scores[cid], ranks[cid]) for cid in ordered]
 
 
 def score_blend(
     hits: dict[str, list[tuple[str, float]]], weights: dict[str, float]
-) -> list[tuple[str, float, dict[str, int]]]:
+) -> list[Ranked]:
     """Weighted mean of min-max normalised scores; a retriever that missed a chunk gives it 0.
 
     Each retriever's list is scaled to [0, 1] on its own (best 1, worst candidate 0), so
-    cosine similarities and BM25 scores become comparable. Returns (id, score, ranks) best first.
+    cosine similarities and BM25 scores become comparable. Returns them best first.
     """
     scores: dict[str, float] = {}
     ranks: dict[str, dict[str, int]] = {}
@@ -167,12 +176,12 @@ def score_blend(
             scores[cid] = scores.get(cid, 0.0) + weight * norm
             ranks.setdefault(cid, {})[name] = rank
     ordered = sorted(scores, key=lambda c: (-scores[c], min(ranks[c].values())))
-    return [(cid, scores[cid], ranks[cid]) for cid in ordered]
+    return [Ranked(cid, scores[cid], ranks[cid]) for cid in ordered]
 
 
 def add_neighbour_context(
-    fused: list[tuple[str, float, dict[str, int]]], positions: dict[str, tuple[str, int]], weight: float
-) -> list[tuple[str, float, dict[str, int]]]:
+    fused: list[Ranked], positions: dict[str, tuple[str, int]], weight: float
+) -> list[Ranked]:
     """Add `weight` x the mean fused score of a chunk's previous and next chunk in its file.
 
     A chunk inside a section that matches as a whole beats an equally scored chunk that
@@ -185,14 +194,14 @@ def add_neighbour_context(
             source, index = positions[cid]
             around = score_at.get((source, index - 1), 0.0) + score_at.get((source, index + 1), 0.0)
             score += weight * around / 2
-        out.append((cid, score, ranks))
+        out.append(Ranked(cid, score, ranks))
     out.sort(key=lambda item: item[1], reverse=True)
     return out
 
 
 def exact_matches_first(
-    fused: list[tuple[str, float, dict[str, int]]], held: dict[str, int]
-) -> list[tuple[str, float, dict[str, int]]]:
+    fused: list[Ranked], held: dict[str, int]
+) -> list[Ranked]:
     """Chunks holding more of the question's exact terms (keyword_index.exact_terms) first, fused order within.
 
     Vectors cannot see `TOP_K` or `//`, and a blend lets their guess outweigh BM25's exact
@@ -203,13 +212,13 @@ def exact_matches_first(
     if not held:
         return fused
     top = max(score for _, score, _ in fused)
-    ordered = sorted(fused, key=lambda row: (-held.get(row[0], 0), -row[1]))
+    ordered = sorted(fused, key=lambda row: (-held.get(row.id, 0), -row.score))
     out = []
     for rank, (cid, score, ranks) in enumerate(ordered, start=1):
         if cid in held:
             ranks = {**ranks, "exact": rank}
             score += held[cid] * top
-        out.append((cid, score, ranks))
+        out.append(Ranked(cid, score, ranks))
     return out
 
 
@@ -222,8 +231,8 @@ class Retriever:
         self.keywords = keywords
         self.embedder = embedder
 
-    def rank(self, question: str, mode: str | None = None, where: Where | None = None, depth: int | None = None) -> list[tuple[str, float, dict[str, int]]]:
-        """Fused (chunk id, score, ranks) for the question, best first."""
+    def rank(self, question: str, mode: str | None = None, where: Where | None = None, depth: int | None = None) -> list[Ranked]:
+        """The fused ranking (`Ranked`) for the question, best first."""
         s = self.settings
         mode = mode or s.retrieval_mode
         if not self.vectors.available and mode != "bm25":
@@ -298,8 +307,8 @@ class Retriever:
 
 
 def keep_rare_match(
-    ranked: list[tuple[str, float, dict[str, int]]], chunks: dict[str, Chunk], rare: set[str], k: int
-) -> list[tuple[str, float, dict[str, int]]]:
+    ranked: list[Ranked], chunks: dict[str, Chunk], rare: set[str], k: int
+) -> list[Ranked]:
     """BM25's best chunk moved up into the top k when it holds a rare term of the question.
 
     A name that few chunks hold (a person, a product, an identifier) is the surest sign of
@@ -308,7 +317,7 @@ def keep_rare_match(
     """
     if not rare:
         return ranked
-    at = next((i for i, (_, _, found) in enumerate(ranked) if found.get("bm25") == 1), None)
+    at = next((i for i, row in enumerate(ranked) if row.found_by.get("bm25") == 1), None)
     if at is None or at < k or ranked[at][0] not in chunks or not rare & set(tokenize(chunks[ranked[at][0]].text)):
         return ranked
     return [*ranked[: k - 1], ranked[at], *ranked[k - 1 : at], *ranked[at + 1 :]]

@@ -29,6 +29,7 @@ from keyword_index import (
 from rag_system import RAGSystem
 from retriever import (
     Passage,
+    Ranked,
     add_neighbour_context,
     cap_per_file,
     exact_matches_first,
@@ -88,11 +89,11 @@ def test_exact_terms_are_names_operators_and_flags_not_words():
 def test_chunks_holding_the_exact_name_asked_about_rank_first(tmp_path):
     index = KeywordIndex(tmp_path)
     index.add_chunks([chunk("book.md", 0, "The top k results"), chunk("config.docx", 0, "| TOP_K | 5 | Passages per question |")])
-    fused = [("book.md:0", 0.9, {"vector": 1}), ("config.docx:0", 0.3, {"bm25": 1}), ("other.md:0", 0.2, {"vector": 2})]
+    fused = [Ranked("book.md:0", 0.9, {"vector": 1}), Ranked("config.docx:0", 0.3, {"bm25": 1}), Ranked("other.md:0", 0.2, {"vector": 2})]
     held = index.terms_held([cid for cid, _, _ in fused], exact_terms("What is TOP_K?"))
     ranked = exact_matches_first(fused, held)
     assert [cid for cid, _, _ in ranked] == ["config.docx:0", "book.md:0", "other.md:0"]
-    assert ranked[0][2] == {"bm25": 1, "exact": 1} and ranked[0][1] > ranked[1][1]  # re-sorting by score keeps the order
+    assert ranked[0].found_by == {"bm25": 1, "exact": 1} and ranked[0].score > ranked[1].score  # re-sorting by score keeps the order
     assert exact_matches_first(fused, {}) == fused
 
 
