@@ -250,10 +250,10 @@ class Retriever:
         else:
             fused = score_blend(hits, weights)
         if s.neighbour_weight > 0 and len(fused) > 1:
-            fused = add_neighbour_context(fused, self.keywords.positions([cid for cid, _, _ in fused]), s.neighbour_weight)
+            fused = add_neighbour_context(fused, self.keywords.positions([row.id for row in fused]), s.neighbour_weight)
         terms = exact_terms(question)
         if terms and fused:
-            fused = exact_matches_first(fused, self.keywords.terms_held([cid for cid, _, _ in fused], terms))
+            fused = exact_matches_first(fused, self.keywords.terms_held([row.id for row in fused], terms))
         return fused
 
     def rare_terms(self, question: str) -> set[str]:
@@ -296,7 +296,7 @@ class Retriever:
         started = time.perf_counter()
         k = k or self.settings.top_k
         ranked = self.rank(question, mode=mode, where=where)
-        chunks = self.keywords.get_chunks([cid for cid, _, _ in ranked[: max(k * 4, 20)]])
+        chunks = self.keywords.get_chunks([row.id for row in ranked[: max(k * 4, 20)]])
         ranked = keep_rare_match(ranked, chunks, self.rare_terms(question) if rare is None else rare, k)
         candidates = [Passage([chunks[cid]], score, found) for cid, score, found in ranked if cid in chunks]
         candidates = definitions_first(question, candidates)  # a question naming a function gets its definition first
@@ -318,7 +318,7 @@ def keep_rare_match(
     if not rare:
         return ranked
     at = next((i for i, row in enumerate(ranked) if row.found_by.get("bm25") == 1), None)
-    if at is None or at < k or ranked[at][0] not in chunks or not rare & set(tokenize(chunks[ranked[at][0]].text)):
+    if at is None or at < k or ranked[at].id not in chunks or not rare & set(tokenize(chunks[ranked[at].id].text)):
         return ranked
     return [*ranked[: k - 1], ranked[at], *ranked[k - 1 : at], *ranked[at + 1 :]]
 
