@@ -184,9 +184,9 @@ def test_a_shipped_document_copy_keeps_every_chunk(tmp_path: Path, embedder: Any
 
 
 def test_bm25s_best_chunk_is_moved_into_the_top_k_only_when_it_holds_a_rare_term() -> None:
-    from retriever import keep_rare_match
+    from retriever import Ranked, keep_rare_match
 
-    ranked = [(f"v{i}", 1.0 - i / 10, {"vector": i + 1}) for i in range(6)] + [("kw", 0.3, {"bm25": 1})]
+    ranked = [Ranked(f"v{i}", 1.0 - i / 10, {"vector": i + 1}) for i in range(6)] + [Ranked("kw", 0.3, {"bm25": 1})]
     chunks = {"kw": chunk("Mirelda stores the spare keys in the blue drawer.", 9)} | {f"v{i}": chunk(f"Keys {i}.", i) for i in range(6)}
     moved = keep_rare_match(ranked, chunks, {"mirelda"}, 3)
     assert [cid for cid, _, _ in moved[:3]] == ["v0", "v1", "kw"] and len(moved) == len(ranked)
