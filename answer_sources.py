@@ -110,6 +110,12 @@ def as_streamed(answer: Answer, text: str) -> str:
     return renumber_citations(text, {new: old for old, new in answer.renumbered.items()}) if answer.renumbered else text
 
 
+def added_text(answer: Answer, shown: str) -> str:
+    """What the answer's text adds to `shown`, the text a front end that prints as it comes has sent:
+    "" while the text is set aside or does not extend it (a summary's draft, judged once it streamed)."""
+    return answer.text[len(shown) :] if answer.set_aside is None and answer.text.startswith(shown) else ""
+
+
 def streamed_number(answer: Answer, n: int) -> int:
     """The number the answer streamed with for the list's passage n."""
     return next((old for old, new in answer.renumbered.items() if new == n), n)

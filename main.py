@@ -254,19 +254,19 @@ def stream_to_terminal(updates: Iterator[Answer]) -> Answer | None:
     a draft; once judged, its text is printed again as it stands.
     """
     from answer_render import quote_lines
-    from answer_sources import as_streamed
+    from answer_sources import added_text, as_streamed
 
-    printed, shown = 0, ""
+    shown = ""
     quoted = False
     answer: Answer | None = None
     for answer in updates:
         if answer.quotes and not quoted and not answer.refused:
             quoted = True
             print("From the documents:\n" + quote_lines(answer.quotes) + "\n\nAnswer:", flush=True)
-        if answer.set_aside is None and len(answer.text) > printed and answer.text.startswith(shown):
-            sys.stdout.write(answer.text[printed:])
+        if added := added_text(answer, shown):
+            sys.stdout.write(added)
             sys.stdout.flush()
-            OpenLine.open, printed, shown = not answer.text.endswith("\n"), len(answer.text), answer.text
+            OpenLine.open, shown = not answer.text.endswith("\n"), answer.text
     if answer is None:
         return None
     rewritten = answer.kind == "summary" and answer.text != shown

@@ -22,7 +22,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from answer_render import answer_as_text, quote_lines
-from answer_sources import as_streamed, streamed_sources_text
+from answer_sources import added_text, as_streamed, streamed_sources_text
 from api_guard import error_body
 from service import guarded
 
@@ -111,7 +111,7 @@ def completion_chunks(updates: Iterator[Answer]) -> Iterator[str]:
         return f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
 
     yield event({"role": "assistant", "content": ""})
-    sent, streamed, shown, quoted = 0, "", "", False
+    streamed, shown, quoted = "", "", False
     answer: Answer | None = None
     for update in guarded(updates, lambda message: event({}, "stop", error={"message": message, "type": "server_error", "code": "answer_failed"})):
         if isinstance(update, str):
@@ -123,10 +123,10 @@ def completion_chunks(updates: Iterator[Answer]) -> Iterator[str]:
             lead = f"{QUOTES_TITLE}\n{quote_lines(answer.quotes)}\n\nAnswer: "
             streamed += lead
             yield event({"content": lead})
-        if answer.set_aside is None and len(answer.text) > sent and answer.text.startswith(shown):
-            streamed += answer.text[sent:]
-            yield event({"content": answer.text[sent:]})
-            sent, shown = len(answer.text), answer.text
+        if added := added_text(answer, shown):
+            streamed += added
+            yield event({"content": added})
+            shown = answer.text
     if answer is None:
         return
     tail = ""

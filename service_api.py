@@ -23,6 +23,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 
+from answer_sources import added_text
 from api_guard import ApiGuard, error_body, load_api_keys
 from errors import DocqaError
 from service import BadRequest, Service, guarded
@@ -67,7 +68,7 @@ class NotFound(DocqaError):
 
 def answer_events(updates: Iterator[Answer]) -> Iterator[str]:
     """`quotes` once found, `token` as the text grows, then `answer`: the object `ask --json` prints."""
-    sent, shown, quoted = 0, "", False
+    shown, quoted = "", False
     answer: Answer | None = None
     for update in guarded(updates, lambda message: f"event: error\ndata: {json.dumps({'detail': message})}\n\n"):
         if isinstance(update, str):
@@ -77,9 +78,9 @@ def answer_events(updates: Iterator[Answer]) -> Iterator[str]:
         if answer.quotes and not quoted:
             quoted = True
             yield f"event: quotes\ndata: {json.dumps([asdict(q) for q in answer.quotes], ensure_ascii=False)}\n\n"
-        if answer.set_aside is None and len(answer.text) > sent and answer.text.startswith(shown):  # tokens only add
-            yield f"event: token\ndata: {json.dumps({'text': answer.text[sent:]}, ensure_ascii=False)}\n\n"
-            sent, shown = len(answer.text), answer.text
+        if added := added_text(answer, shown):
+            yield f"event: token\ndata: {json.dumps({'text': added}, ensure_ascii=False)}\n\n"
+            shown = answer.text
     if answer is not None:
         yield f"event: answer\ndata: {json.dumps(answer.to_json(), ensure_ascii=False)}\n\n"
 
