@@ -1,12 +1,12 @@
-"""An answer and its passages as text, markdown and HTML; the rules the front ends share.
+"""An answer and its passages as text and markdown; the rules the front ends share.
 
 One owner for each rule that more than one module applies: how a passage's place is
 written (`place`), what a citation looks like (`CITATION`, read by grounding too) and
 when an answer is a refusal (`is_refusal`, used by RAGSystem and the evaluation).
 
-Everything from a document or the model is shown as text, never as markup. HTML is built
-from `html.escape`d pieces; chat markdown can carry no HTML or image from the model (see
-`safe_markdown`). The only markup added is our own, after escaping and never inside code
+Everything from a document or the model is shown as text, never as markup: chat markdown can
+carry no HTML or image from the model (see `safe_markdown`); the page's source cards are HTML
+built from `html.escape`d pieces (web_html.py). The only markup added is our own, after escaping and never inside code
 (markdown_code.py finds it): `[n]` citations become links to the source cards, and
 unsupported sentences are wrapped in `<mark>`.
 
@@ -16,9 +16,6 @@ both use it; answers and passages are read through the small protocols below.
 
 from __future__ import annotations
 
-import bisect
-import html
-import itertools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Protocol
@@ -32,9 +29,6 @@ as "[1, 2]" is not one: in an answer it is more often Python than a citation, an
 "[2]" that rendered markdown escapes with a backslash (an image's brackets, a quote's own text)."""
 BLOCK_PREFIX = re.compile(r"^\s*(?:(?:[-*+•]|\d+[.)]|#{1,6}|>)\s+)*")
 MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
-MARKDOWN_HEADING = re.compile(r"^#{1,6} ", re.MULTILINE)  # the heading path is shown on its own line
-SNIPPET_CHARS = 400
-SNIPPET_LEAD_CHARS = 100  # context kept before the first highlight when a passage is cut
 CLI_SNIPPET_CHARS = 160
 UNSUPPORTED_NOTE = "Not found in the sources"
 NO_MODEL = "no model used"  # the footer of an answer docqa gave without the LLM (a refusal, the file list)
@@ -158,52 +152,6 @@ def cite(text: str, numbers: Sequence[int]) -> str:
 def cited_numbers(text: str, count: int) -> list[int]:
     """The passage numbers, 1 to `count`, that the text cites, in order and once each."""
     return sorted({int(m[1]) for m in citations(text) if 1 <= int(m[1]) <= count})
-
-
-_FENCE_CITES = re.compile(r"(?m)^([ \t>]*(?:`{3,}|~{3,})[^`\n]*?)[ \t]*((?:\[\d{1,3}\][ \t,]*)+)$")
-"""A fence line ending in citations ("``` [1]"): not a closing fence, so the block would run on."""
-_CITES_ONLY = re.compile(r"[ \t>]*(?:\[\d{1,3}\][ \t,]*)+")
-
-
-def cite_outside_fences(text: str) -> str:
-    """Citations on a fence line ("``` [1]") or on lines of their own right after a code block
-    move to the end of the prose line before the block ("Here is how [1]:"), or are dropped
-    when no prose comes before it: on the fence line the block never closes, and a lone
-    "[1]" under the code cites nothing a reader can see."""
-    lines = text.split("\n")
-    carried: dict[int, list[str]] = {}  # line -> the citations its fence carried
-    for i, line in enumerate(lines):
-        match = _FENCE_CITES.fullmatch(line)
-        if match:
-            carried[i], lines[i] = CITATION.findall(match[2]), match[1]
-    text = "\n".join(lines)
-    offsets = list(itertools.accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
-    blocks = [(bisect.bisect_right(offsets, s.start) - 1, bisect.bisect_right(offsets, max(s.end - 1, s.start)) - 1)
-              for s in code_spans(text) if s.fenced]  # (first line, last line) of each fenced block
-    in_code = {i for first, last in blocks for i in range(first, last + 1)}
-    drop: set[int] = set()
-    for first, last in blocks:
-        numbers = [n for i in range(first, last + 1) for n in carried.get(i, [])]
-        after = last + 1
-        while after < len(lines) and after not in in_code and (not lines[after].strip() or _CITES_ONLY.fullmatch(lines[after])):
-            if lines[after].strip():
-                numbers += CITATION.findall(lines[after])
-                drop.add(after)
-            after += 1
-        before = next((i for i in range(first - 1, -1, -1) if lines[i].strip() and i not in drop), None)
-        if numbers and before is not None and before not in in_code:
-            lines[before] = _cited(lines[before], numbers)
-    return "\n".join(line for i, line in enumerate(lines) if i not in drop)
-
-
-def _cited(line: str, numbers: list[str]) -> str:
-    """The prose line with the citations it lacks, before its closing punctuation."""
-    body = line.rstrip()
-    end = len(body.rstrip(".!?:;,"))
-    new = "".join(dict.fromkeys(f"[{n}]" for n in numbers if f"[{n}]" not in line))
-    if not new:
-        return line
-    return body[:end] + ("" if body[:end].endswith("]") else " ") + new + body[end:]
 
 
 UNCONFIRMED = "No answer could be confirmed from the documents."
@@ -373,33 +321,30 @@ def mark_unsupported(text: str) -> str:
     return "\n".join(lines)
 
 
-def quotes_markdown(quotes: Sequence[QuoteView]) -> str:
-    """The supporting sentences, verbatim, each with its place: shown before the model writes."""
-    blocks = []
-    for q in quotes:
-        body = safe_markdown("\n".join(f"> {line}" for line in _quoted_lines(q.text)))  # a fence closes inside it
-        blocks.append(f"{body}\n>\n> — [{q.passage}] {literal_markdown(q.location)}")
-    return "\n\n".join(blocks)
-
-
-def quote_text_lines(text: str) -> list[tuple[str, bool]]:
-    """A quote's lines, each with whether it stands inside fenced code (whose indentation and
-    ">>>" prompts are part of it): what both quote renderers walk."""
+def quote_markdown(text: str, passage: int, where: str) -> str:
+    """One quote as markdown: its lines verbatim under ">" (prose spacing collapsed; code, whose
+    indentation and ">>>" prompts are part of it, as written), a fence in it closed, then its passage
+    number and `where` it stands. What stands as an answer's text when the model's is set aside, and,
+    made safe, what is shown before the model writes (`quotes_markdown`)."""
     fenced = [span for span in code_spans(text) if span.fenced]
     lines, pos = [], 0
     for line in text.split("\n"):
-        lines.append((line, any(span.start < pos < span.end for span in fenced)))
+        in_code = any(span.start < pos < span.end for span in fenced)
         pos += len(line) + 1
-    return lines
+        if in_code or line.strip():
+            lines.append(f"> {line.rstrip()}" if in_code else f"> {unquoted(' '.join(line.split()))}")
+    body = "\n".join(lines)
+    return f"{body}{closing_fence(body)}\n>\n> — [{passage}] {where}"
 
 
-def _quoted_lines(text: str) -> list[str]:
-    """A quote's lines with their spacing collapsed, except inside code, whose indentation is part of it."""
-    return [
-        line.rstrip() if in_code else unquoted(" ".join(line.split()))
-        for line, in_code in quote_text_lines(text)
-        if in_code or line.strip()
-    ]
+def quotes_text(quotes: Sequence[QuoteView]) -> str:
+    """The quotes as an answer's markdown text, each with its place as written."""
+    return "\n\n".join(quote_markdown(q.text, q.passage, q.location) for q in quotes)
+
+
+def quotes_markdown(quotes: Sequence[QuoteView]) -> str:
+    """The supporting sentences, verbatim, each with its place: shown before the model writes."""
+    return "\n\n".join(safe_markdown(quote_markdown(q.text, q.passage, literal_markdown(q.location))) for q in quotes)
 
 
 def unquoted(line: str) -> str:
@@ -503,94 +448,3 @@ def searched_for(answer: AnswerView) -> str:
     standalone = (getattr(answer, "standalone_question", None) or "").strip()
     asked = (getattr(answer, "question", None) or "").strip()
     return standalone if standalone and standalone != asked else ""
-
-
-# ---------------------------------------------------------------- the sources as HTML
-
-
-def passage_text(text: str) -> str:
-    """A passage or a sentence of it as shown on a card: heading marks gone, whitespace collapsed."""
-    return " ".join(MARKDOWN_HEADING.sub("", text).split())
-
-
-def highlighted_html(text: str, spans: list[tuple[int, int]], start: int = 0, end: int | None = None) -> str:
-    """text[start:end] escaped, with the spans inside <mark>."""
-    end = len(text) if end is None else end
-    out, pos = [], start
-    for s, e in spans:
-        s, e = max(s, start), min(e, end)
-        if s >= e:
-            continue
-        out += [html.escape(text[pos:s]), "<mark>", html.escape(text[s:e]), "</mark>"]
-        pos = e
-    out.append(html.escape(text[pos:end]))
-    return "".join(out)
-
-
-def snippet_html(text: str, highlights: list[str]) -> str:
-    """The passage with its highlighted sentences; a long one is cut around the first highlight."""
-    text = passage_text(text)
-    spans = find_spans(text, [passage_text(h) for h in highlights])
-    if len(text) <= SNIPPET_CHARS:
-        return f"<div class='snippet'>{highlighted_html(text, spans)}</div>"
-    start = 0
-    if spans and spans[0][0] > SNIPPET_LEAD_CHARS:
-        start = text.find(" ", spans[0][0] - SNIPPET_LEAD_CHARS) + 1
-    end = min(len(text), max(start + SNIPPET_CHARS, spans[0][1] if spans else 0))
-    if end < len(text):
-        end = text.rfind(" ", start, end + 1) if text.rfind(" ", start, end + 1) > start else end
-    cut = ("…" if start else "") + highlighted_html(text, spans, start, end) + ("…" if end < len(text) else "")
-    return (
-        f"<div class='snippet'>{cut}</div>"
-        f"<details><summary>Whole passage ({len(text.split())} words)</summary>"
-        f"<div class='snippet'>{highlighted_html(text, spans)}</div></details>"
-    )
-
-
-def source_card_html(n: int, passage: PassageView, highlights: list[str]) -> str:
-    """Source card n: its place, heading, score and text, escaped; `#source-n` links to it."""
-    heading = heading_note(passage)
-    note = pdf_pages_note(passage)  # the page a PDF viewer shows, when the place names the printed one
-    return (
-        f"<div class='docqa-source' id='source-{n}'>"
-        + (f"<div class='where' title='{html.escape(note, quote=True)}'>" if note else "<div class='where'>")
-        + f"[{n}] {html.escape(place(passage, ' — '))}</div>"
-        + (f"<div class='meta'>{html.escape(heading)}</div>" if heading else "")
-        + f"<div class='meta'>{html.escape(part_note(passage) or f'score {passage.score:.4f} · found by {found_by_text(passage)}')}</div>"
-        + snippet_html(passage.text, highlights)
-        + "</div>"
-    )
-
-
-def sources_html(answer: AnswerView, note: str | None = None) -> str:
-    """The passages behind an answer, with where they come from, as escaped HTML; its weak matches collapsed under them.
-    `note` replaces the line on who answered (an answer stopped by the user has none)."""
-    if not answer.passages:
-        return "<p class='docqa-empty'>No sources.</p>"
-    highlights = getattr(answer, "highlights", None) or {}
-    parts = [f"<p class='docqa-model'>{html.escape(note or answer_note(answer))}</p>"]
-    for n, p in enumerate(answer.passages, start=1):
-        parts.append(source_card_html(n, p, list(highlights.get(n, []))))
-    more = list(getattr(answer, "more_passages", None) or [])
-    if more:  # far from the question and uncited: counted, one click away, numbered on after the list
-        cards = [source_card_html(n, p, list(highlights.get(n, []))) for n, p in enumerate(more, start=len(answer.passages) + 1)]
-        parts.append(
-            f"<details class='docqa-weak'><summary>{weak_matches_note(len(more))}</summary>\n" + "\n".join(cards) + "\n</details>"
-        )
-    return "\n".join(parts)
-
-
-def answer_note(answer: AnswerView) -> str:
-    """One line on who answered and how long it took, or what is happening now."""
-    if answer.done:
-        if getattr(answer, "refused", False):
-            if answer.text.startswith(UNCONFIRMED):  # their nearest sentences are shown, and may answer it
-                return "No answer could be confirmed; these passages came closest."
-            return "The documents do not answer this; these passages came closest."
-        took = answer.timings.total_s
-        after = f" in {took:.1f}s" if took else ""
-        if getattr(answer, "set_aside", None) is not None:  # the quotes answer; the model's text did not stand
-            return f"Quoted from the passages{after}; the answer of {answer.model or 'the model'} was set aside"
-        return f"Answered by {answer.model or 'no model'}{after}"
-    found = f"Found {len(answer.passages)} passage{'' if len(answer.passages) == 1 else 's'}"
-    return f"{found}; {answer.model} is answering…" if answer.model else f"{found}; the model is reading them…"

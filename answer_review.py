@@ -20,14 +20,13 @@ import numpy as np
 
 from answer_check import back_claim
 from answer_context import Quote, select_quotes, sentence_scores, shown_quotes
-from answer_render import refusal_text
+from answer_render import quotes_text, refusal_text
 from answer_types import Answer, Relevance
 from answer_verdict import (
     add_missing_citations,
     add_notice,
     judge,
     let_quotes_stand,
-    quotes_markdown,
 )
 from config import Settings
 from embeddings import EmbeddingBackend
@@ -96,7 +95,7 @@ class AnswerReview:
         answer.text = refusal_text(
             answer.passages,
             reason=f"No document names {' or '.join(unnamed)}." if unnamed else "",
-            nearest=quotes_markdown(quotes, quote_places(answer, quotes)) if quotes else "",
+            nearest=quotes_text(shown_quotes(quotes, quote_places(answer, quotes))),
         )
         if evidence is not None:
             self.ground(answer, evidence)

@@ -16,11 +16,12 @@ that points wrongly is marked. Switched off on both halves, wrong answers shown 
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 
-from answer_render import cite_outside_fences
 from grounding import CITATION, split_sentences
-from markdown_code import closing_fence
+from markdown_code import closing_fence, code_spans
 
 CUT_MARKER = " …"
 _ENDS_CLEANLY = re.compile(r"""[.!?:)\]`'"*]\s*$|```\s*$""")
@@ -84,6 +85,52 @@ def join_lone_citation(text: str) -> tuple[str, bool]:
     head, cite = text[: match.start()], match.group(1).strip(" ,")
     end = len(head.rstrip(".!?"))  # "CPU. [1]" would split into a sentence and a bare "[1]": "CPU [1]."
     return f"{head[:end]} {cite}{head[end:]}", True
+
+
+_FENCE_CITES = re.compile(r"(?m)^([ \t>]*(?:`{3,}|~{3,})[^`\n]*?)[ \t]*((?:\[\d{1,3}\][ \t,]*)+)$")
+"""A fence line ending in citations ("``` [1]"): not a closing fence, so the block would run on."""
+_CITES_ONLY = re.compile(r"[ \t>]*(?:\[\d{1,3}\][ \t,]*)+")
+
+
+def cite_outside_fences(text: str) -> str:
+    """Citations on a fence line ("``` [1]") or on lines of their own right after a code block
+    move to the end of the prose line before the block ("Here is how [1]:"), or are dropped
+    when no prose comes before it: on the fence line the block never closes, and a lone
+    "[1]" under the code cites nothing a reader can see."""
+    lines = text.split("\n")
+    carried: dict[int, list[str]] = {}  # line -> the citations its fence carried
+    for i, line in enumerate(lines):
+        match = _FENCE_CITES.fullmatch(line)
+        if match:
+            carried[i], lines[i] = CITATION.findall(match[2]), match[1]
+    text = "\n".join(lines)
+    offsets = list(itertools.accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
+    blocks = [(bisect.bisect_right(offsets, s.start) - 1, bisect.bisect_right(offsets, max(s.end - 1, s.start)) - 1)
+              for s in code_spans(text) if s.fenced]  # (first line, last line) of each fenced block
+    in_code = {i for first, last in blocks for i in range(first, last + 1)}
+    drop: set[int] = set()
+    for first, last in blocks:
+        numbers = [n for i in range(first, last + 1) for n in carried.get(i, [])]
+        after = last + 1
+        while after < len(lines) and after not in in_code and (not lines[after].strip() or _CITES_ONLY.fullmatch(lines[after])):
+            if lines[after].strip():
+                numbers += CITATION.findall(lines[after])
+                drop.add(after)
+            after += 1
+        before = next((i for i in range(first - 1, -1, -1) if lines[i].strip() and i not in drop), None)
+        if numbers and before is not None and before not in in_code:
+            lines[before] = _cited(lines[before], numbers)
+    return "\n".join(line for i, line in enumerate(lines) if i not in drop)
+
+
+def _cited(line: str, numbers: list[str]) -> str:
+    """The prose line with the citations it lacks, before its closing punctuation."""
+    body = line.rstrip()
+    end = len(body.rstrip(".!?:;,"))
+    new = "".join(dict.fromkeys(f"[{n}]" for n in numbers if f"[{n}]" not in line))
+    if not new:
+        return line
+    return body[:end] + ("" if body[:end].endswith("]") else " ") + new + body[end:]
 
 
 def tidy_answer(text: str, hit_limit: bool) -> tuple[str, list[str]]:

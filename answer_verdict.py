@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from answer_check import Disagreement, check_claims
-from answer_context import Quote
-from answer_render import citations, cite_outside_fences, quote_text_lines, unquoted
-from answer_tidy import REPEATED_EARLIER
+from answer_render import citations, quotes_text
+from answer_tidy import REPEATED_EARLIER, cite_outside_fences
 from grounding import CITATION, Grounding, split_sentences
-from markdown_code import closing_fence, code_spans
+from markdown_code import code_spans
 
 NO_BACKING = "no passage backs what the model wrote"
 
@@ -58,7 +57,7 @@ def add_missing_citations(text: str, grounding: Grounding | None) -> str:
     """An answer that cites nothing gets the passages that back its claims, at its end.
 
     An answer that ends in a code block gets them on the prose before the block, or none
-    without any (answer_render.cite_outside_fences): on the fence's line they would leave
+    without any (answer_tidy.cite_outside_fences): on the fence's line they would leave
     the fence open, and alone under the code they cite nothing a reader can see.
     """
     if citations(text) or grounding is None:
@@ -73,19 +72,6 @@ def add_missing_citations(text: str, grounding: Grounding | None) -> str:
     return cite_outside_fences(cited).rstrip() if after_code else cited
 
 
-def quotes_markdown(quotes: Sequence[Quote], places: Sequence[str]) -> str:
-    """The quotes as the user reads them: each verbatim, with its passage number and its place (`places`, one a quote)."""
-    blocks = []
-    for q, where in zip(quotes, places, strict=True):
-        body = "\n".join(
-            f"> {line if in_code else unquoted(line.lstrip())}" if line.strip() else ">"
-            for line, in_code in quote_text_lines(q.text)
-        )
-        body += closing_fence(body)  # a fence in the quote closes before its place is named
-        blocks.append(f"{body}\n>\n> — [{q.number}] {where}")
-    return "\n\n".join(blocks)
-
-
 def add_notice(answer: Any, notice: str) -> None:
     """Tell the user `notice` after what the answer already tells them (a long question searched by a part of it)."""
     answer.notice = f"{answer.notice} {notice}" if answer.notice else notice
@@ -95,8 +81,7 @@ def let_quotes_stand(answer: Any, reason: str) -> None:
     """Set the model's text aside, with the reason, and make the quotes the answer."""
     answer.set_aside = answer.text
     add_notice(answer, f"The model's answer was set aside: {reason}. The passages say:")
-    quotes = [Quote(q.passage, q.text, 0.0) for q in answer.quotes]
-    answer.text = quotes_markdown(quotes, [q.location for q in answer.quotes])
+    answer.text = quotes_text(answer.quotes)
     answer.unsupported = []
 
 

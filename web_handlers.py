@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
-from answer_render import answer_as_text, safe_markdown, sources_html
+from answer_render import answer_as_text, safe_markdown
 from errors import DocqaError
 from web_html import (
     NO_SOURCES,
@@ -32,6 +32,7 @@ from web_html import (
     progress_text,
     removal_choices,
     removal_question_html,
+    sources_html,
     status_markdown,
     too_many_questions,
     upload_report_html,

@@ -1,5 +1,6 @@
 """What the web page shows, written as HTML or markdown: the status line, the indexing line and
-panel, the file table, upload and removal reports, the chat's own messages, PDF pages.
+panel, the file table, upload and removal reports, the chat's own messages, PDF pages, and an
+answer's source cards.
 
 Pure functions of RAGSystem's results, so they are tested without a server; no Gradio here.
 Everything that comes from a document or from the model is escaped (see answer_render).
@@ -9,11 +10,27 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from answer_render import DRAFT_LEAD, answer_markdown, literal_markdown, safe_markdown
+from answer_render import (
+    DRAFT_LEAD,
+    UNCONFIRMED,
+    AnswerView,
+    PassageView,
+    answer_markdown,
+    find_spans,
+    found_by_text,
+    heading_note,
+    literal_markdown,
+    part_note,
+    pdf_pages_note,
+    place,
+    safe_markdown,
+    weak_matches_note,
+)
 from doc_types import PAGE_VIEW_EXTENSIONS
 from index_status import DOCUMENT_COLUMNS, document_rows
 
@@ -235,3 +252,98 @@ def too_many_questions(per_minute: int, wait_s: float) -> Message:
     return {"role": "assistant", "content": (
         f"Too many questions: at most {per_minute} a minute (RATE_LIMIT_PER_MINUTE). Try again in {wait_s:.0f} s."
     )}
+
+
+# ---------------------------------------------------------------- the sources as HTML
+
+MARKDOWN_HEADING = re.compile(r"^#{1,6} ", re.MULTILINE)  # the heading path is shown on its own line
+SNIPPET_CHARS = 400
+SNIPPET_LEAD_CHARS = 100  # context kept before the first highlight when a passage is cut
+
+
+def passage_text(text: str) -> str:
+    """A passage or a sentence of it as shown on a card: heading marks gone, whitespace collapsed."""
+    return " ".join(MARKDOWN_HEADING.sub("", text).split())
+
+
+def highlighted_html(text: str, spans: list[tuple[int, int]], start: int = 0, end: int | None = None) -> str:
+    """text[start:end] escaped, with the spans inside <mark>."""
+    end = len(text) if end is None else end
+    out, pos = [], start
+    for s, e in spans:
+        s, e = max(s, start), min(e, end)
+        if s >= e:
+            continue
+        out += [html.escape(text[pos:s]), "<mark>", html.escape(text[s:e]), "</mark>"]
+        pos = e
+    out.append(html.escape(text[pos:end]))
+    return "".join(out)
+
+
+def snippet_html(text: str, highlights: list[str]) -> str:
+    """The passage with its highlighted sentences; a long one is cut around the first highlight."""
+    text = passage_text(text)
+    spans = find_spans(text, [passage_text(h) for h in highlights])
+    if len(text) <= SNIPPET_CHARS:
+        return f"<div class='snippet'>{highlighted_html(text, spans)}</div>"
+    start = 0
+    if spans and spans[0][0] > SNIPPET_LEAD_CHARS:
+        start = text.find(" ", spans[0][0] - SNIPPET_LEAD_CHARS) + 1
+    end = min(len(text), max(start + SNIPPET_CHARS, spans[0][1] if spans else 0))
+    if end < len(text):
+        end = text.rfind(" ", start, end + 1) if text.rfind(" ", start, end + 1) > start else end
+    cut = ("…" if start else "") + highlighted_html(text, spans, start, end) + ("…" if end < len(text) else "")
+    return (
+        f"<div class='snippet'>{cut}</div>"
+        f"<details><summary>Whole passage ({len(text.split())} words)</summary>"
+        f"<div class='snippet'>{highlighted_html(text, spans)}</div></details>"
+    )
+
+
+def source_card_html(n: int, passage: PassageView, highlights: list[str]) -> str:
+    """Source card n: its place, heading, score and text, escaped; `#source-n` links to it."""
+    heading = heading_note(passage)
+    note = pdf_pages_note(passage)  # the page a PDF viewer shows, when the place names the printed one
+    return (
+        f"<div class='docqa-source' id='source-{n}'>"
+        + (f"<div class='where' title='{html.escape(note, quote=True)}'>" if note else "<div class='where'>")
+        + f"[{n}] {html.escape(place(passage, ' — '))}</div>"
+        + (f"<div class='meta'>{html.escape(heading)}</div>" if heading else "")
+        + f"<div class='meta'>{html.escape(part_note(passage) or f'score {passage.score:.4f} · found by {found_by_text(passage)}')}</div>"
+        + snippet_html(passage.text, highlights)
+        + "</div>"
+    )
+
+
+def sources_html(answer: AnswerView, note: str | None = None) -> str:
+    """The passages behind an answer, with where they come from, as escaped HTML; its weak matches collapsed under them.
+    `note` replaces the line on who answered (an answer stopped by the user has none)."""
+    if not answer.passages:
+        return "<p class='docqa-empty'>No sources.</p>"
+    highlights = getattr(answer, "highlights", None) or {}
+    parts = [f"<p class='docqa-model'>{html.escape(note or answer_note(answer))}</p>"]
+    for n, p in enumerate(answer.passages, start=1):
+        parts.append(source_card_html(n, p, list(highlights.get(n, []))))
+    more = list(getattr(answer, "more_passages", None) or [])
+    if more:  # far from the question and uncited: counted, one click away, numbered on after the list
+        cards = [source_card_html(n, p, list(highlights.get(n, []))) for n, p in enumerate(more, start=len(answer.passages) + 1)]
+        parts.append(
+            f"<details class='docqa-weak'><summary>{weak_matches_note(len(more))}</summary>\n" + "\n".join(cards) + "\n</details>"
+        )
+    return "\n".join(parts)
+
+
+def answer_note(answer: AnswerView) -> str:
+    """One line on who answered and how long it took, or what is happening now."""
+    if answer.done:
+        if getattr(answer, "refused", False):
+            if answer.text.startswith(UNCONFIRMED):  # their nearest sentences are shown, and may answer it
+                return "No answer could be confirmed; these passages came closest."
+            return "The documents do not answer this; these passages came closest."
+        took = answer.timings.total_s
+        after = f" in {took:.1f}s" if took else ""
+        if getattr(answer, "set_aside", None) is not None:  # the quotes answer; the model's text did not stand
+            return f"Quoted from the passages{after}; the answer of {answer.model or 'the model'} was set aside"
+        return f"Answered by {answer.model or 'no model'}{after}"
+    found = f"Found {len(answer.passages)} passage{'' if len(answer.passages) == 1 else 's'}"
+    return f"{found}; {answer.model} is answering…" if answer.model else f"{found}; the model is reading them…"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -59,12 +60,14 @@ RULES: dict[str, tuple[str, str, Callable[..., Any]]] = {
     "add_missing_citations": ("answer_verdict", "add_missing_citations", _same),
     "drop_repeats": ("answer_tidy", "drop_repeats", _unchanged),
     "join_lone_citation": ("answer_tidy", "join_lone_citation", _unchanged),
-    "cite_outside_fences": ("answer_render", "cite_outside_fences", _same),
+    "cite_outside_fences": ("answer_tidy", "cite_outside_fences", _same),
     "parts_named": ("answer_check", "_parts_named", _false),
     "unit_given": ("answer_check", "_unit_given", _true),
     "repeats_earlier": ("answer_tidy", "repeats_earlier", _false),
     "reverses": ("answer_check", "_reverses", _false),
     "function_word_constructs": ("question_intent", "function_word_constructs", _none),
+    "list_marker": ("answer_check", "_LIST_MARKER", re.compile(r"(?!)")),
+    "expand_contractions": ("grounding", "expand_contractions", _same),
 }
 
 

@@ -6,9 +6,11 @@ import numpy as np
 import pytest
 
 from answer_check import back_claim, exact_mismatches
-from answer_context import compact_passages, select_quotes, sentence_scores
+from answer_context import compact_passages, select_quotes, sentence_scores, shown_quotes
+from answer_render import quotes_markdown, quotes_text
 from answer_tidy import CUT_MARKER, repeats_from, tidy_answer
-from answer_verdict import judge, quotes_markdown
+from answer_types import ShownQuote
+from answer_verdict import judge
 from grounding import PassageSentences
 
 TUPLES = (
@@ -150,7 +152,7 @@ def test_quotes_are_the_passage_sentences_that_answer_verbatim(tuple_sentences):
     assert quotes and quotes[0].number == 1
     assert all(q.text in passages[q.number - 1] for q in quotes)
     labels = ["tuples.md, lines 1-3", "config.docx", "guide.pdf, page 5"]
-    shown = quotes_markdown(quotes, [labels[q.number - 1] for q in quotes])
+    shown = quotes_text(shown_quotes(quotes, [labels[q.number - 1] for q in quotes]))
     assert shown.startswith("> ") and "[1] tuples.md, lines 1-3" in shown
 
 
@@ -262,15 +264,12 @@ def test_two_quotes_never_repeat_a_sentence(embedder):
 
 def test_a_python_prompt_in_a_quote_is_not_a_nested_quote():
     # Seen in the browser: ">>>minutes=105" from the book showed as three nested quote bars.
-    from answer_context import Quote
-    from answer_render import quotes_markdown as shown_first
-    from answer_types import ShownQuote
-
     text = "Floor division returns the integer number of hours:\n>>>minutes=105\n>>>hours=minutes// 60"
-    for shown in (quotes_markdown([Quote(1, text, 1.0)], ["book.pdf, page 3"]), shown_first([ShownQuote(1, text, "book.pdf, page 3")])):
+    for shown in (quotes_text([ShownQuote(1, text, "book.pdf, page 3")]), quotes_markdown([ShownQuote(1, text, "book.pdf, page 3")])):
         assert "> \\>>>minutes=105" in shown and "\n> >>>" not in shown
     fenced = "Like this:\n```\n>>> 7 // 2\n3\n```"
-    assert "> >>> 7 // 2" in quotes_markdown([Quote(1, fenced, 1.0)], ["book.pdf, page 3"])  # code keeps its prompt
+    for shown in (quotes_text([ShownQuote(1, fenced, "book.pdf, page 3")]), quotes_markdown([ShownQuote(1, fenced, "book.pdf, page 3")])):
+        assert "> >>> 7 // 2" in shown and shown.count("```") == 2  # code keeps its prompt, its fence closes in the quote
 
 
 def test_the_section_under_a_heading_that_matches_the_question_is_the_quote(embedder):

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from answer_render import cited_numbers, source_card_html
+from answer_render import cited_numbers
 from config import Settings
 from conftest import module_settings, rag_with
 from conversation import (
@@ -26,6 +26,7 @@ from conversation import (
     rewrite_by_rule,
 )
 from ollama_standin import OllamaStandin
+from web_html import source_card_html
 from whole_document import DRAFT_LABEL, split_parts
 
 LISTS = """# Lists

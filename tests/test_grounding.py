@@ -198,8 +198,8 @@ def test_unanswerable_thinkpython_questions_are_refused_and_answerable_ones_pass
 
 
 def test_the_sources_line_never_says_the_model_answered_when_its_text_was_set_aside() -> None:
-    from answer_render import answer_note
     from answer_types import Answer
+    from web_html import answer_note
 
     answer = Answer(question="q", text="> quoted", model="llama.cpp:qwen", done=True, set_aside="wrong text")
     answer.timings.total_s = 2.0

@@ -381,9 +381,10 @@ def test_a_reader_opens_beside_the_writer_and_sees_the_index_whole(rag, embedder
 
 
 def test_a_pdf_passage_names_the_printed_page_and_keeps_the_pdf_page_in_json(open_rag):
-    from answer_render import source_card_html, source_line
+    from answer_render import source_line
     from answer_types import passage_json
     from test_document_converter import make_labelled_pdf
+    from web_html import source_card_html
 
     rag = open_rag()
     make_labelled_pdf(rag.settings.docs_dir / "book.pdf")
@@ -400,9 +401,9 @@ def test_a_pdf_passage_names_the_printed_page_and_keeps_the_pdf_page_in_json(ope
 
 def test_an_index_made_before_page_labels_names_the_pdf_page(open_rag):
     """Chunks stored without a label (an older index) read back as before: the page's number, no tooltip."""
-    from answer_render import source_card_html
     from answer_types import passage_json
     from test_document_converter import make_labelled_pdf
+    from web_html import source_card_html
 
     rag = open_rag()
     make_labelled_pdf(rag.settings.docs_dir / "book.pdf")

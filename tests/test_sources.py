@@ -8,7 +8,7 @@ import re
 import shutil
 from typing import Any, Iterator
 
-from answer_render import answer_as_text, answer_markdown, citations, sources_html
+from answer_render import answer_as_text, answer_markdown, citations
 from answer_sources import arrange_sources, streamed_order, streamed_sources_text
 from answer_types import Answer, ShownQuote
 from conftest import ROOT, rag_with
@@ -18,6 +18,7 @@ from rag_system import RAGSystem
 from retriever import Passage
 from service import answer_summary
 from vector_store import NullVectorStore
+from web_html import sources_html
 
 UNRELATED = ROOT / "licenses" / "Qwen2.5-Coder-LICENSE.txt"  # a licence: nothing a user of docqa asks about
 

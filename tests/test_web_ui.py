@@ -95,7 +95,7 @@ def test_sources_panel_escapes_document_text():
         first=chunk,
     )
     answer = SimpleNamespace(passages=[passage], model="m", timings=Timings(total_s=1.0), done=True)
-    shown = answer_render.sources_html(answer)
+    shown = web_html.sources_html(answer)
     assert "<script>" not in shown and "<b>" not in shown and "<i>" not in shown
     assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in shown
     assert "lines 1-3" in shown and "score 0.5000" in shown
@@ -212,7 +212,7 @@ def test_rewritten_follow_up_is_shown_as_searched_for():
 def test_source_card_marks_highlighted_sentences_escaped():
     passage = synthetic_passage("# Notes\nPlain start. The <b>bold</b> claim holds.\nMore text.")
     answer = synthetic_answer("x", [passage], highlights={1: ["The <b>bold</b> claim holds."]})
-    shown = answer_render.sources_html(answer)
+    shown = web_html.sources_html(answer)
     assert "<mark>The &lt;b&gt;bold&lt;/b&gt; claim holds.</mark>" in shown
     assert "<b>" not in shown
     assert "id='source-1'" in shown
@@ -222,7 +222,7 @@ def test_long_passage_is_cut_around_its_first_highlight():
     filler = " ".join(f"word{i}" for i in range(200))
     passage = synthetic_passage(f"{filler} The key sentence is here. {filler}")
     answer = synthetic_answer("x", [passage], highlights={1: ["The key sentence is here."]})
-    shown = answer_render.sources_html(answer)
+    shown = web_html.sources_html(answer)
     first_snippet = shown.split("<details>")[0]
     assert "<mark>The key sentence is here.</mark>" in first_snippet
     assert first_snippet.count("…") == 2
