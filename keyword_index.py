@@ -18,7 +18,7 @@ import re
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -348,12 +348,6 @@ class KeywordIndex:
                 if held:
                     out[cid] = held
         return out
-
-    def texts_holding(self, *parts: str) -> Iterator[str]:
-        """The text of every chunk holding all of `parts` as substrings (ASCII case ignored), by a table scan."""
-        where = " AND ".join(["instr(lower(text), ?) > 0"] * len(parts)) or "1"
-        for (text,) in self.db.execute(f"SELECT text FROM chunks WHERE {where}", [p.lower() for p in parts]):
-            yield text
 
     def chunks_of_source(self, source: str) -> list[Chunk]:
         ids = [r[0] for r in self.db.execute("SELECT id FROM chunks WHERE source = ? ORDER BY chunk_index", (source,))]

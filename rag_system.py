@@ -275,14 +275,12 @@ class RAGSystem:
         """A question naming something no document names is doubted, however close its passages:
         they match it on its other words, so the model's answer must pass its checks.
 
-        Two kinds of name: a construct named by a function word ("a with statement"), which
-        search cannot see (question_intent.function_word_constructs); and an uncommon word no
-        chunk holds ("How do I write unit tests for docqa with pytest?" beside a guide that
-        names no test tool), about which a small model answers from what it learned elsewhere.
+        The name is an uncommon word no chunk holds ("How do I write unit tests for docqa with
+        pytest?" beside a guide that names no test tool), about which a small model answers from
+        what it learned elsewhere.
         A question the rules already doubt or refuse keeps its course; the names go into the
         refusal's reason either way, so the user sees what the documents lack."""
-        unnamed = [f"the {c}" for c in self.retriever.unnamed_constructs(question)]
-        unnamed += [f"“{word}”" for word in self.retriever.unnamed_terms(question)]
+        unnamed = [f"“{word}”" for word in self.retriever.unnamed_terms(question)]
         if not unnamed:
             return
         answer.relevance.unnamed = unnamed

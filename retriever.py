@@ -26,10 +26,9 @@ from common_words import typo_edits, uncommon_words
 from config import Settings
 from doc_types import Chunk, describe_location, printed_page
 from embeddings import EmbeddingBackend
-from keyword_index import KeywordIndex, exact_terms, stopwords, tokenize
+from keyword_index import KeywordIndex, exact_terms, tokenize
 from name_search import definitions_first
 from question_focus import Focus, focus_question
-from question_intent import Construct, function_word_constructs, names_construct
 from text_splitter import heading_path_at
 from vector_store import NullVectorStore, VectorStore
 
@@ -261,13 +260,6 @@ class Retriever:
         limit = self.settings.rare_term_max_chunks
         frequencies = self.keywords.chunk_frequencies(set(tokenize(question))) if limit > 0 else {}
         return {term for term, count in frequencies.items() if 0 < count <= limit}
-
-    def unnamed_constructs(self, question: str) -> list[Construct]:
-        """The constructs the question names by a function word ("a with statement") that no chunk names."""
-        return [
-            c for c in function_word_constructs(question, stopwords())
-            if not any(names_construct(text, c) for text in self.keywords.texts_holding(c.name, c.kind))
-        ]
 
     def unnamed_terms(self, question: str) -> list[str]:
         """The question's uncommon words (names, identifiers: common_words.uncommon_words) that no

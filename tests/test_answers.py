@@ -290,14 +290,6 @@ def test_a_doubtful_question_is_refused_as_before_when_the_setting_leaves_it_to_
     assert answer.refused and not answer.relevance.model_decides and answer.model == ""
 
 
-FILES_NOTE = (
-    "# Reading files\n\nOpen a file with open(name) and read its lines in a for loop. "
-    "When you are done, call close() on the file. If you don't close the file, it gets closed for you "
-    "when the program ends.\n"
-)
-WITH_QUESTION = "How do I use a with statement so that a file is closed automatically?"
-
-
 PYTEST_QUESTION = "How do I write unit tests for docqa with pytest?"
 PYTEST_ANSWER = [
     "To write unit tests for docqa, use the `pytest` command in a terminal within the project folder [1]. ",
@@ -320,21 +312,6 @@ def test_a_name_no_document_holds_is_doubted_and_an_answer_from_elsewhere_refuse
     assert answer.relevance.unnamed == ["“pytest”"] and answer.relevance.model_decides, answer.relevance
     assert answer.refused and "No document names “pytest”." in answer.text, answer.text
     assert "test_something.py" not in answer.text
-
-
-@pytest.mark.parametrize("named", [False, True])
-def test_a_construct_no_document_names_is_doubted_and_refused_when_the_model_is_not_confirmed(tmp_path, embedder, named):
-    """The passage matches the question on its other words ("file", "closed"); "with" is a function
-    word that search does not see. Unless a document names the with statement, the model's answer
-    must pass its checks, and an invented one is refused with the reason."""
-    note = FILES_NOTE + ("\nThe with statement closes the file for you at the end of its block.\n" if named else "")
-    invented = "Write with open(name) as f: and the file is closed automatically when the block ends [1]."
-    answer = ask_standin(tmp_path, embedder, [invented], WITH_QUESTION, {"files.md": note})
-    if named:
-        assert not answer.relevance.unnamed and not answer.refused, answer.text
-        return
-    assert answer.relevance.unnamed == ["the “with” statement"] and answer.relevance.model_decides
-    assert answer.refused and answer.text.startswith("The documents do not cover this. No document names the “with” statement. "), answer.text
     assert "No answer could be confirmed from them." in answer.text, "the nearest sentences follow the refusal and its reason"
 
 

@@ -1,13 +1,10 @@
-"""What a question asks for: the document list, a whole-file summary, or parts to search apart."""
+"""What a question asks for: the document list, a whole-file summary, or an answer from passages."""
 
 from __future__ import annotations
 
 from doc_types import Chunk
 from question_intent import (
-    Construct,
     asks_for_document_list,
-    function_word_constructs,
-    names_construct,
     summary_target,
 )
 from whole_document import outline, outline_lines, outline_part, split_parts
@@ -68,26 +65,3 @@ def test_an_outline_names_a_part_s_headings_once_where_parts_share_them():
     assert [p.headings for p in parts] == [("Usage Example",), ("Usage Example",), ("Technical Details",)]
     assert lines[0].startswith("- Usage Example — ") and lines[2].startswith("- Technical Details — ")
     assert "Usage Example" not in lines[1] and lines[1].startswith(f"- {parts[1].sentences[0].rstrip('.')}"), "not repeated"
-
-
-FUNCTION_WORDS = frozenset("with if for in is not and or as from same this other".split())
-
-
-def test_constructs_named_by_a_function_word_are_found() -> None:
-    found = function_word_constructs
-    assert found("How do I use a with statement so that a file is closed?", FUNCTION_WORDS) == [Construct("with", "statement")]
-    assert found("What does the `in` operator do, and how does a for loop end?", FUNCTION_WORDS) == [
-        Construct("in", "operator"), Construct("for", "loop"),
-    ]
-    # a determiner qualifies the noun; a content word is seen by search already
-    assert found("Can the same function be called twice from this method?", FUNCTION_WORDS) == []
-    assert found("What is a fruitful function?", FUNCTION_WORDS) == []
-
-
-def test_a_construct_is_named_by_its_phrase_only() -> None:
-    with_statement = Construct("with", "statement")
-    for text in ["The with statement closes it.", "`with` statements", "a with-statement", "the 'with' statement", "with\nstatement"]:
-        assert names_construct(text, with_statement), text
-    # the kind word must follow the name: Retriever.unnamed_constructs reads only the chunks holding both
-    for text in ["an assignment statement with a colon", "within statement blocks", "with the print statement", "the keyword 'with'"]:
-        assert not names_construct(text, with_statement), text
