@@ -65,7 +65,6 @@ RULES: dict[str, tuple[str, str, Callable[..., Any]]] = {
     "unit_given": ("answer_check", "_unit_given", _true),
     "repeats_earlier": ("answer_tidy", "repeats_earlier", _false),
     "reverses": ("answer_check", "_reverses", _false),
-    "function_word_constructs": ("question_intent", "function_word_constructs", _none),
     "list_marker": ("answer_check", "_LIST_MARKER", re.compile(r"(?!)")),
     "expand_contractions": ("grounding", "expand_contractions", _same),
 }
