@@ -24,7 +24,7 @@ import json
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -295,8 +295,12 @@ def summary_messages(source: str, parts: Sequence[OutlinePart]) -> list[Message]
 
 
 def outline(chunks: list[Chunk], max_parts: int) -> list[OutlinePart]:
-    """One OutlinePart per part of the document, in order."""
-    return [outline_part(n, part) for n, part in enumerate(split_parts(chunks, max_parts), start=1)]
+    """One OutlinePart per part of the document, in order; no key sentence twice (chunks overlap, so a
+    sentence at a part's edge is also the next part's, and both parts chose it in a user trial)."""
+    parts: list[OutlinePart] = []
+    for n, part in enumerate(split_parts(chunks, max_parts), start=1):
+        parts.append(outline_part(n, part, {s for p in parts for s in p.sentences}))
+    return parts
 
 
 def outline_lines(parts: Sequence[OutlinePart]) -> str:
@@ -327,14 +331,16 @@ def _near_heading(chunks: Sequence[Chunk], cut: int, reach: int, lowest: int) ->
     return min(starts, key=lambda i: abs(i - cut)) if starts else max(cut, lowest)
 
 
-def outline_part(number: int, chunks: list[Chunk]) -> OutlinePart:
-    """The part's headings and key sentences; it cites the chunk holding its first key sentence."""
-    candidates = [
-        (text, chunk, terms)
-        for chunk in chunks
-        for text in map(_one_line, split_sentences(chunk.text))
-        if is_prose(text) and len(terms := content_terms(text)) >= MIN_CONTENT_TERMS
-    ]
+def outline_part(number: int, chunks: list[Chunk], shown: Set[str] = frozenset()) -> OutlinePart:
+    """The part's headings and key sentences, each once and none of those `shown` for earlier parts;
+    it cites the chunk holding its first key sentence."""
+    seen = set(shown)
+    candidates: list[tuple[str, Chunk, set[str]]] = []
+    for chunk in chunks:
+        for text in map(_one_line, split_sentences(chunk.text)):
+            if text not in seen and is_prose(text) and len(terms := content_terms(text)) >= MIN_CONTENT_TERMS:
+                candidates.append((text, chunk, terms))
+            seen.add(text)
     picked = key_sentences([terms for _, _, terms in candidates], KEY_SENTENCES)
     sentences = tuple(candidates[i][0] for i in picked)
     cited = candidates[picked[0]][1] if picked else chunks[0]

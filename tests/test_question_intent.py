@@ -65,3 +65,17 @@ def test_an_outline_names_a_part_s_headings_once_where_parts_share_them():
     assert [p.headings for p in parts] == [("Usage Example",), ("Usage Example",), ("Technical Details",)]
     assert lines[0].startswith("- Usage Example — ") and lines[2].startswith("- Technical Details — ")
     assert "Usage Example" not in lines[1] and lines[1].startswith(f"- {parts[1].sentences[0].rstrip('.')}"), "not repeated"
+
+
+def test_no_key_sentence_stands_in_two_outline_lines():
+    # chunks overlap: the sentence at one part's edge opens the next part too
+    sentences = [f"Stage {i} of the pipeline reads the buffers, checks the headers and writes record {i}." for i in range(12)]
+    chunks = [
+        Chunk(id=str(i), text=" ".join(sentences[max(0, 2 * i - 1) : 2 * i + 2]), source="a.md", title="", chunk_index=i, heading_path=["Pipeline"])
+        for i in range(6)
+    ]
+    parts = outline(chunks, 3)
+    shown = [s for p in parts for s in p.sentences]
+    assert len(parts) == 3 and all(p.sentences for p in parts)
+    assert len(shown) == len(set(shown)), shown
+
