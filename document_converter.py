@@ -26,7 +26,7 @@ from text_formats import convert_docx_to_markdown, convert_text_to_markdown
 log = logging.getLogger(__name__)
 
 # Bump when conversion output changes, so cached conversions are redone.
-CONVERTER_VERSION = 7  # 5: HTML comments and permalink anchors dropped from HTML and markdown; 6: with inline code in them; 7: PDF ligatures as letters
+CONVERTER_VERSION = 8  # 5: HTML comments and permalink anchors dropped from HTML and markdown; 6: with inline code in them; 7: PDF ligatures as letters; 8: HTML emphasis as plain text
 
 MARKDOWN_EXTENSIONS = {".md", ".markdown", ".mdx", ".rst"}
 TEXT_EXTENSIONS = {

@@ -5,7 +5,11 @@ drops what is not content: scripts, styles, forms, and, around the main content,
 navigation, headers, footers and sidebars, and, everywhere, comments and the permalink
 anchors beside headings ("¶", text_formats.is_permalink). markdownify turns the rest into markdown with
 `#` headings, lists and tables, so the splitter cuts it by headings and each chunk keeps
-its heading path. Links keep their text, not their address. An EPUB is a zip of such
+its heading path. Links keep their text, not their address, and emphasis (em, strong, i, b) its
+text without `*` marks: those marks carry nothing a question asks about, and around text that
+holds literal asterisks they garbled it ("<em>*ffi_closure_alloc (void **code)</em>", a C
+signature in libffi's manual, became "**ffi_closure_alloc (void **code)*", which the quotes then
+showed as "ffi_closure_alloc (void code)"). An EPUB is a zip of such
 pages: each chapter in reading order (the spine of its package file) becomes a section
 whose heading path carries on from the chapters before it.
 """
@@ -26,6 +30,7 @@ from text_formats import check_zip_size, decode_text, is_permalink, read_text_fi
 NEVER_CONTENT = ["script", "style", "noscript", "template", "iframe", "svg", "canvas", "form", "button", "select", "object", "embed"]
 PAGE_FURNITURE = ["nav", "aside", "header", "footer", "menu"]
 FURNITURE_ROLES = {"navigation", "banner", "contentinfo", "complementary", "search", "menu", "menubar"}
+EMPHASIS = ["em", "strong", "i", "b"]
 FURNITURE_CLASSES = {"nav", "navbar", "navigation", "menu", "sidebar", "breadcrumb", "breadcrumbs", "footer", "header", "toc", "cookie", "cookies", "skip-link"}
 
 
@@ -55,7 +60,7 @@ def html_to_markdown(html: str) -> tuple[str, str]:
     for tag in main.find_all(_is_furniture):
         tag.decompose()
     converter = MarkdownConverter(
-        heading_style="ATX", bullets="-", strip=["a", "img"], escape_underscores=False, escape_asterisks=False, escape_misc=False,
+        heading_style="ATX", bullets="-", strip=["a", "img", *EMPHASIS], escape_underscores=False, escape_asterisks=False, escape_misc=False,
     )
     markdown = converter.convert_soup(main)
     markdown = re.sub(r"[ \t]+\n", "\n", markdown)

@@ -512,6 +512,20 @@ def test_html_drops_comments_and_permalink_anchors_but_keeps_links_and_code(tmp_
     assert "see steeping times." in text and "tea.brew(leaves)\n" in text and "brew(leaves)  # not furniture" in text
 
 
+API_PAGE = """<html><head><title>Allocation</title></head><body>
+<dl><dt>Function: <strong>void</strong> <em>*pool_alloc (size_t <var>size</var>, void **<var>code</var>)</em></dt>
+<dd><p>Allocate <em>size</em> bytes; <b>never</b> free them with <i>free</i>, and keep <code>*code</code> as it is.</p></dd></dl>
+</body></html>"""
+
+
+def test_html_emphasis_keeps_its_text_verbatim_without_marks(tmp_path):
+    # a C signature set in <em> holds literal asterisks: marks around it would garble it
+    (tmp_path / "alloc.html").write_text(API_PAGE, encoding="utf-8")
+    text = convert_document(tmp_path / "alloc.html", "alloc.html").markdown
+    assert "void *pool_alloc (size_t size, void **code)" in text, text
+    assert "Allocate size bytes; never free them with free, and keep `*code` as it is." in text, text
+
+
 def test_markdown_drops_html_comments_and_permalinks_outside_code_and_keeps_line_numbers(tmp_path):
     (tmp_path / "fs.md").write_text(NODE_DOC, encoding="utf-8")
     doc = convert_document(tmp_path / "fs.md", "fs.md")
