@@ -5,6 +5,8 @@ found moderately similar to every question, and they crowded out the files that 
 Real folders hold the same kind of thing: logs, base64 and hex blobs, minified code. Two
 screens, both per chunk, so the rest of such a file is still indexed:
 
+- no word: text without a letter or digit (a page's rule line, "---", left alone between two
+  removed navigation bars became a chunk, and a summary outlined it as a part of the document);
 - low information: text that compresses more than `max_compression` times (long runs of
   one character or one line; prose compresses about 2x, the densest page of Think Python,
   a contents page of dot leaders, 4.7x), or whose characters mostly stand in ASCII runs of
@@ -43,7 +45,9 @@ def wordless_share(text: str) -> float:
 
 
 def low_information(text: str, max_compression: float, max_wordless: float) -> bool:
-    """True for text a question could not usefully match: repetitive, or characters without words."""
+    """True for text a question could not usefully match: no word at all, repetitive, or characters without words."""
+    if not any(c.isalnum() for c in text):
+        return True
     if len(text) < MIN_SCREENED_CHARS:
         return False
     return compression_ratio(text) > max_compression or wordless_share(text) > max_wordless

@@ -85,6 +85,7 @@ def test_low_information_text_is_recognised_and_prose_and_code_are_not() -> None
     )
     assert not low_information(soseki, 10, 0.8), "CJK has no spaces but is text"
     assert not low_information("x" * 150, 10, 0.8), "too short to judge"
+    assert low_information("---", 10, 0.8) and low_information("* * *\n\n| --- | :-: |", 10, 0.8), "no word at all, however short"
     assert compression_ratio(PROSE) < 3 and wordless_share(PROSE) == 0
 
 
