@@ -123,6 +123,15 @@ def _parts_named(key: str, allowed: str) -> bool:
     return all(re.search(rf"(?<![\w.]){re.escape(part)}(?!\w)", allowed) for part in key.split("."))
 
 
+def says_nothing_new(text: str, question: str) -> bool:
+    """Whether an answer only says the question back: no content word, number, name or code the
+    question lacks, no yes or no and no negation ("The function that frees memory allocated with
+    ffi_closure_alloc is [1]."). Its words stand in any passage that answers the question, so the
+    share of words backs it; whatever it cites, it answers nothing."""
+    body = uncited(text)
+    return content_terms(body) <= content_terms(question) and not exact_mismatches(body, "", question) and not _negated(body)
+
+
 def check_claims(sentences: Sequence[str], passages: str, question: str = "") -> list[Disagreement]:
     """Each sentence's exact things looked up in all the passages (a right number cited to the wrong
     passage is still the documents' number); the problems found, one per sentence."""

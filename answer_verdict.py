@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from answer_check import Disagreement, check_claims
+from answer_check import Disagreement, check_claims, says_nothing_new
 from answer_render import citations, quotes_text
 from answer_tidy import REPEATED_EARLIER, cite_outside_fences
 from grounding import CITATION, Grounding, split_sentences
@@ -39,6 +39,8 @@ def judge(
     model that repeats one names no number or file of its own."""
     if not CITATION.sub("", text).strip(" \t\n.,;:"):  # nothing, or only "[1]" (seen in the browser)
         return Verdict(False, "the model wrote no answer")
+    if says_nothing_new(text, question):
+        return Verdict(False, "the model's answer only restates the question")
     if "repetition cut" in tidied:
         return Verdict(False, "the model's answer repeated itself")
     if REPEATED_EARLIER in tidied:

@@ -125,6 +125,17 @@ def test_an_empty_or_contradicting_answer_is_set_aside():
     assert judge("The default chunk size is 1000 characters [1].", None, [CONFIG_ROW], "What is the default chunk size?").shown
 
 
+def test_an_answer_that_only_restates_the_question_is_set_aside_whatever_it_cites():
+    asked = "What is the default chunk size?"
+    for empty in ("The default chunk size is [1].", "Default chunk size: [1]"):
+        verdict = judge(empty, None, [CONFIG_ROW], asked)
+        assert not verdict.shown and "restates the question" in verdict.reason, empty
+    for answer in ("It is 1000 characters [1].", "The default is set by CHUNK_SIZE [1]."):
+        assert judge(answer, None, [CONFIG_ROW], asked).shown, answer
+    for said in ("Yes [1].", "No, it cannot be changed [1]."):  # a yes or no adds what was asked
+        assert judge(said, None, [CONFIG_ROW], "Can the default chunk size be changed?").shown, said
+
+
 ABSTRACT = "STAT1 serine phosphorylation is required for maximal activation of transcription by IFN-gamma."
 PLACES = ["Maximal activation of transcription by stat1.txt", "docqa-configuration.docx, Configuration variables", "docqa-user-guide.pdf, pages 3-4"]
 
