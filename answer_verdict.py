@@ -40,7 +40,7 @@ def judge(
     if not CITATION.sub("", text).strip(" \t\n.,;:"):  # nothing, or only "[1]" (seen in the browser)
         return Verdict(False, "the model wrote no answer")
     if says_nothing_new(text, question):
-        return Verdict(False, "the model's answer only restates the question")
+        return Verdict(False, "it only restates the question")
     if "repetition cut" in tidied:
         return Verdict(False, "the model's answer repeated itself")
     if REPEATED_EARLIER in tidied:
