@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from answer_check import Disagreement, check_claims, says_nothing_new
-from answer_render import citations, quotes_text
+from answer_render import citations, quotes_text, uncited
 from answer_tidy import REPEATED_EARLIER, cite_outside_fences
-from grounding import CITATION, Grounding, split_sentences
+from grounding import Grounding, split_sentences
 from markdown_code import code_spans
 
 NO_BACKING = "no passage backs what the model wrote"
@@ -37,10 +37,9 @@ def judge(
 
     `labels` are the passages' places as the prompt showed them ("guide.pdf, page 3"): a
     model that repeats one names no number or file of its own."""
-    if not CITATION.sub("", text).strip(" \t\n.,;:"):  # nothing, or only "[1]" (seen in the browser)
-        return Verdict(False, "the model wrote no answer")
-    if says_nothing_new(text, question):
-        return Verdict(False, "it only restates the question")
+    if says_nothing_new(text, question):  # nothing, only "[1]" (seen in the browser), or the question said back
+        said = uncited(text).strip(" \t\n.,;:")
+        return Verdict(False, "it only restates the question" if said else "the model wrote no answer")
     if "repetition cut" in tidied:
         return Verdict(False, "the model's answer repeated itself")
     if REPEATED_EARLIER in tidied:

@@ -298,8 +298,10 @@ def outline(chunks: list[Chunk], max_parts: int) -> list[OutlinePart]:
     """One OutlinePart per part of the document, in order; no key sentence twice (chunks overlap, so a
     sentence at a part's edge is also the next part's, and both parts chose it in a user trial)."""
     parts: list[OutlinePart] = []
+    shown: set[str] = set()
     for n, part in enumerate(split_parts(chunks, max_parts), start=1):
-        parts.append(outline_part(n, part, {s for p in parts for s in p.sentences}))
+        parts.append(outline_part(n, part, shown))
+        shown.update(parts[-1].sentences)
     return parts
 
 
