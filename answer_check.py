@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from answer_render import cite, cited_numbers, uncited
-from grounding import CITATION, YES_NO_WORDS, content_terms, expand_contractions, split_sentences
+from grounding import CITATION, YES_NO_WORDS, Backing, content_terms, expand_contractions, read_rows, split_sentences
 
 UNITS = (
     "%|percent|bytes?|octets?|[kmgt]i?b|kilobytes?|megabytes?|gigabytes?|bits?|characters?|chars?|tokens?|words?|lines?|"
@@ -167,28 +167,22 @@ class Judgement:
     text: str = ""
 
 
-@dataclass(frozen=True)
-class Backing:
-    """One claim's evidence: the passages (1-based) it cites, and those that back it, which are
-    its cited ones when they do, else the fewest that do, and none when no passage does."""
-
-    cited: tuple[int, ...]
-    passages: tuple[int, ...]
-    reason: str = ""
-    """Why the passages it cites do not back it ("" when they do)."""
-
-
-def back_claim(claim: str, passages: Sequence[str], question: str = "") -> Backing:
+def back_claim(claim: str, passages: Sequence[str], question: str = "", names: frozenset[str] = frozenset()) -> Backing:
     """The one judge of a claim: backed by passages when its numbers, names, code and quoted strings
     stand in them (`exact_mismatches`) and COVERAGE of its content words too. An answer's sentences and
-    a summary's are judged alike; the question's own words and numbers count as given."""
+    a summary's are judged alike; the question's own words and numbers count as given.
+
+    `names` are the question's rare names (content terms): a backed claim that repeats one the
+    passages hold is doubted when its evidence is about something else (`_about_names`)."""
     body = uncited(claim)
     cited = tuple(cited_numbers(claim, len(passages)))
-    claim = _claim_words(body, question)
-    problem = _unbacked(body, claim, [passages[n - 1] for n in cited], question) if cited else "a sentence cites no passage that holds it"
-    if problem is None:
-        return Backing(cited, cited)
-    return Backing(cited, tuple(_backing(body, claim, passages, question)), problem)
+    words = _claim_words(body, question)
+    problem = _unbacked(body, words, [passages[n - 1] for n in cited], question) if cited else "a sentence cites no passage that holds it"
+    backing = Backing(cited, cited) if problem is None else Backing(cited, tuple(_backing(body, words, passages, question)), problem)
+    named = frozenset(n for n in names & content_terms(body) if any(n in terms for p in passages for terms in _passage_words(p).sentences))
+    if backing.passages and named and not words.adds_nothing and not _about_names(words, named, [passages[n - 1] for n in backing.passages]):
+        return Backing(backing.cited, backing.passages, backing.reason, doubt=f"its evidence does not name {' or '.join(sorted(named))}")
+    return backing
 
 
 def judge_text(text: str, passages: Sequence[str]) -> Judgement:
@@ -244,6 +238,13 @@ class _PassageWords:
     def __init__(self, passage: str) -> None:
         self.split = split_sentences(passage)
         self.sentences = tuple(frozenset(content_terms(s)) for s in self.split)
+
+    @functools.cached_property
+    def context(self) -> tuple[frozenset[str], ...]:
+        """Each sentence's words with what it leans on: the sentence before it ("It is in XML
+        format.") and, for a table row, its header's names (grounding.read_rows)."""
+        rows = [frozenset(content_terms(s)) for s in read_rows(self.split)]
+        return tuple(row | (self.sentences[i - 1] if i else frozenset()) for i, row in enumerate(rows))
 
     @functools.cached_property
     def clauses(self) -> tuple[tuple[frozenset[str], bool], ...]:
@@ -303,17 +304,40 @@ def evidence_share(text: str, evidence: Sequence[str], question: str = "") -> fl
 
 def _share(claim: _ClaimWords, evidence: Sequence[str]) -> float:
     """The share of a claim's words (`_ClaimWords`) that at most EVIDENCE_SENTENCES
-    sentences of `evidence` hold, chosen greedily, each adding the most words not yet held (1.0 if
-    the text has none). The question's words are given: "Jeff Elkner was responsible for turning the
-    Java book into Python" adds one name, and the evidence must hold that name, not the asker's
-    wording. A claim that adds no word ("No, bzip2 does not keep extended attributes") is held
-    to all its words, which then must stand in the evidence together."""
-    words = claim.words
-    if not words:
+    sentences of `evidence` hold (`_evidence`); 1.0 if the text has none. The question's words
+    are given: "Jeff Elkner was responsible for turning the Java book into Python" adds one name,
+    and the evidence must hold that name, not the asker's wording. A claim that adds no word
+    ("No, bzip2 does not keep extended attributes") is held to all its words, which then must
+    stand in the evidence together."""
+    if not claim.words:
         return 1.0
-    sentences = [terms & words for passage in evidence for terms in _passage_words(passage).sentences]
-    held: set[str] = set()
+    held = frozenset().union(*(terms for terms, _ in _evidence(claim.words, evidence)))
+    return len(held & claim.words) / len(claim.words)
+
+
+def _evidence(words: frozenset[str], evidence: Sequence[str], names: frozenset[str] = frozenset()) -> list[tuple[frozenset[str], frozenset[str]]]:
+    """A claim's evidence sentences, as (words, words with context): at most EVIDENCE_SENTENCES,
+    chosen greedily, each adding the most of `words` not yet held; among equals, one whose
+    context holds one of `names`."""
+    sentences = [pair for passage in evidence for pair in zip(_passage_words(passage).sentences, _passage_words(passage).context, strict=True)]
+    held: frozenset[str] = frozenset()
+    chosen = []
     for _ in range(EVIDENCE_SENTENCES):
-        best = max(sentences, key=lambda terms: len(terms - held), default=frozenset())
-        held |= best
-    return len(held) / len(words)
+        gain = max((len((terms & words) - held) for terms, _ in sentences), default=0)
+        if not gain:
+            break
+        equal = [pair for pair in sentences if len((pair[0] & words) - held) == gain]
+        best = next((pair for pair in equal if pair[1] & names), equal[0])
+        chosen.append(best)
+        held |= best[0] & words
+    return chosen
+
+
+def _about_names(claim: _ClaimWords, names: frozenset[str], evidence: Sequence[str]) -> bool:
+    """Whether the sentence holding most of a claim's words names one of the question's rare `names`
+    that the claim repeats, itself, in the sentence before it or in its table's header. A claim
+    that joins the asked name to what a sentence says of something else reads as backed word for
+    word: "dynamic_cast does not work because Node.js is built without C++ exception handling", the
+    reason taken from a sentence about exceptions (a check-half answer of the dev pool)."""
+    chosen = _evidence(claim.words, evidence, names)
+    return not chosen or bool(chosen[0][1] & names)

@@ -30,7 +30,7 @@ as "[1, 2]" is not one: in an answer it is more often Python than a citation, an
 BLOCK_PREFIX = re.compile(r"^\s*(?:(?:[-*+•]|\d+[.)]|#{1,6}|>)\s+)*")
 MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
 CLI_SNIPPET_CHARS = 160
-UNSUPPORTED_NOTE = "Not found in the sources"
+UNSUPPORTED_NOTE = "Not confirmed by the sources"
 NO_MODEL = "no model used"  # the footer of an answer docqa gave without the LLM (a refusal, the file list)
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +27,7 @@ from answer_verdict import (
     judge,
     let_quotes_stand,
 )
+from common_words import uncommon_words
 from config import Settings
 from embeddings import EmbeddingBackend
 from errors import EmbeddingError
@@ -37,6 +37,7 @@ from grounding import (
     assess_relevance,
     check_grounding,
     claim_sentences,
+    content_terms,
     corrected_citations,
 )
 from keyword_index import KeywordIndex
@@ -54,6 +55,8 @@ class Evidence:
     scores: list[np.ndarray]
     question: str
     """As searched (a follow-up made standalone): its words and numbers count as given when claims are judged."""
+    names: frozenset[str] = frozenset()
+    """The question's rare names (content terms; `rare_names`): a claim repeating one is checked to be about it."""
 
 
 class AnswerReview:
@@ -77,7 +80,8 @@ class AnswerReview:
         relevance = assess_relevance(question_vector, question, sentences, self.settings, rare)
         answer.relevance = Relevance(relevance.similarity, relevance.overlap, relevance.relevant, relevance.model_decides)
         answer.timings.relevance_s = time.perf_counter() - t
-        return Evidence(sentences, question_vector, sentence_scores(sentences, question_vector, question, self.keywords.idf), question)
+        scores = sentence_scores(sentences, question_vector, question, self.keywords.idf)
+        return Evidence(sentences, question_vector, scores, question, rare_names(question, rare))
 
     def quote(self, answer: Answer, evidence: Evidence) -> None:
         """The passage sentences that best answer the question, shown before the model writes."""
@@ -131,7 +135,7 @@ class AnswerReview:
         """Which answer sentences the passages back (answer.unsupported), and the highlights."""
         t = time.perf_counter()
         text = "" if answer.kind == "refusal" else answer.text
-        back = functools.partial(_cited_and_backing, passages=[p.text for p in answer.passages], question=evidence.question)
+        back = functools.partial(back_claim, passages=[p.text for p in answer.passages], question=evidence.question, names=evidence.names)
         grounding = check_grounding(
             text, evidence.sentences, back, evidence.question_vector, skip=[REFUSAL],
             highlight_min_similarity=self.settings.highlight_min_similarity,
@@ -143,10 +147,11 @@ class AnswerReview:
         return grounding
 
 
-def _cited_and_backing(claim: str, passages: Sequence[str], question: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """What the one judge (answer_check.back_claim) finds for a claim: the passages it cites and those backing it."""
-    backing = back_claim(claim, passages, question)
-    return backing.cited, backing.passages
+def rare_names(question: str, rare: set[str]) -> frozenset[str]:
+    """The question's names (common_words.uncommon_words) that few chunks hold (`rare`, the retriever's
+    rare terms), as content terms: "dynamic_cast", not "Node.js" all through a manual, nor a common
+    word that a small index happens to hold rarely ("built", "stop")."""
+    return frozenset(content_terms(" ".join(uncommon_words(question))) & content_terms(" ".join(rare)))
 
 
 def quote_places(answer: Answer, quotes: list[Quote]) -> list[str]:

@@ -216,14 +216,30 @@ def assess_relevance(
     return Relevance(round(similarity, 4), round(overlap, 4), relevant, undecided)
 
 
+@dataclass(frozen=True)
+class Backing:
+    """One claim's evidence: the passages (1-based) it cites, and those that back it, which are
+    its cited ones when they do, else the fewest that do, and none when no passage does."""
+
+    cited: tuple[int, ...]
+    passages: tuple[int, ...]
+    reason: str = ""
+    """Why the passages it cites do not back it ("" when they do)."""
+    doubt: str = ""
+    """Why, backed by its words, it may still be wrong: its evidence is about another name than the
+    one the question and the claim give (shown marked, not set aside)."""
+
+
 @dataclass
 class SentenceSupport:
-    """One claim of an answer and its evidence (answer_check.Backing's passages)."""
+    """One claim of an answer and its evidence (answer_check.back_claim's Backing)."""
 
     sentence: str
     cited: list[int]
     backing: list[int]
     """The passages (1-based) that back it: those it cites when they do, else others; empty when none does."""
+    doubted: bool = False
+    """Backed by its words, but the evidence is about another name than the claim's: marked, still shown."""
 
     @property
     def supported(self) -> bool:
@@ -242,7 +258,8 @@ class Grounding:
 
     @property
     def unsupported(self) -> list[str]:
-        return [s.sentence for s in self.checked if not s.supported]
+        """The sentences marked for the reader: those no passage backs, and those doubted."""
+        return [s.sentence for s in self.checked if not s.supported or s.doubted]
 
 
 def _highlightable(sentence: str) -> bool:
@@ -264,8 +281,8 @@ def claim_sentences(answer: str, skip: Sequence[str] = ()) -> list[str]:
     return out or ([whole] if content_terms(whole) - YES_NO_WORDS else [])
 
 
-Backer = Callable[[str], tuple[Sequence[int], Sequence[int]]]
-"""A claim -> (the passages it cites, the passages that back it): the one judge, bound to the passages."""
+Backer = Callable[[str], Backing]
+"""A claim -> the passages it cites and those that back it: the one judge, bound to the passages."""
 
 
 def check_grounding(
@@ -283,11 +300,11 @@ def check_grounding(
     result = Grounding()
     marked: dict[int, set[int]] = {}
     for claim in claim_sentences(answer, skip) if count else []:
-        cited, backing = back(claim)
-        evidence = _evidence_sentence(sentences, content_terms(claim), backing)
+        backed = back(claim)
+        evidence = _evidence_sentence(sentences, content_terms(claim), backed.passages)
         if evidence is not None:
             marked.setdefault(evidence[0], set()).add(evidence[1])
-        result.checked.append(SentenceSupport(claim, list(cited), list(backing)))
+        result.checked.append(SentenceSupport(claim, list(backed.cited), list(backed.passages), bool(backed.doubt)))
     if question_vector is not None:
         for n in range(1, count + 1):
             sims = sentences.vectors[n - 1] @ question_vector

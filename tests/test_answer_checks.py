@@ -11,7 +11,8 @@ from answer_render import quotes_markdown, quotes_text
 from answer_tidy import CUT_MARKER, repeats_from, tidy_answer
 from answer_types import ShownQuote
 from answer_verdict import judge
-from grounding import PassageSentences
+from common_words import uncommon_words
+from grounding import PassageSentences, content_terms
 
 TUPLES = (
     "Tuples are also comparable and hashable so we can sort lists of them. "
@@ -396,3 +397,45 @@ def test_a_yes_or_no_that_reverses_its_evidence_is_not_backed(question, passage,
     assert not back_claim(agrees, [passage], question).reason
     reversed_claim = back_claim(reverses, [passage], question)
     assert reversed_claim.reason and not reversed_claim.passages
+
+
+# A rare name the question asks about, a sentence about it, and sentences about other things that
+# share its predicate's words: (passage, question, right claim, claim joining the name to another sentence).
+NAME_PAIRS = [
+    ("The frobnicate command fails when the cache is locked. Logs go to the system journal. "
+     "The vacuum command runs only when the disk is idle.",
+     "When does frobnicate fail?",
+     "The frobnicate command fails when the cache is locked [1].",
+     "The frobnicate command fails because it runs only when the disk is idle [1]."),
+    ("Setting QZ_SPILL to 1 writes the queue to disk at shutdown.\n\nThe default is 0.\n\n"
+     "The journal is flushed every 30 seconds, so at most 30 seconds of entries are lost in a crash.",
+     "What does QZ_SPILL do?",
+     "QZ_SPILL writes the queue to disk at shutdown [1].",
+     "QZ_SPILL flushes the journal every 30 seconds, so at most 30 seconds of entries are lost in a crash [1]."),
+]
+
+
+@pytest.mark.parametrize("passage,question,right,joined", NAME_PAIRS)
+def test_a_claim_naming_the_asked_name_is_doubted_when_its_evidence_is_about_something_else(passage, question, right, joined):
+    # Word by word both claims are backed; only the one whose evidence names what was asked stands
+    # undoubted. (The sentence right before the evidence counts as naming it, for "It is ...":
+    # a predicate taken from the very next sentence is not caught.)
+    names = frozenset(content_terms(" ".join(uncommon_words(question))))
+    assert names
+    good, bad = back_claim(right, [passage], question, names), back_claim(joined, [passage], question, names)
+    assert good.passages == (1,) and not good.doubt
+    assert bad.passages == (1,) and not bad.reason and bad.doubt
+    assert not back_claim(joined, [passage], question).doubt  # no rare name given, nothing to doubt
+
+
+def test_the_sentence_before_or_the_table_header_names_what_a_sentence_is_about():
+    question = "What language is frobnicate written in, and which wheezyx state has release r20?"
+    names = frozenset(content_terms("frobnicate wheezyx"))
+    pronoun = "The frobnicate command is old. It is written in Perl and reads its options from a file."
+    assert not back_claim("The frobnicate command is written in Perl [1].", [pronoun], question, names).doubt
+    rows = "\n".join(f"| r{n} | {'frozen' if n < 15 else 'maintained by volunteers'} |" for n in range(30))
+    table = f"Releases:\n\n| release | wheezyx state |\n| --- | --- |\n{rows}"  # a long table: a sentence per row
+    assert not back_claim("For release r20, wheezyx is maintained by volunteers [1].", [table], question, names).doubt
+    # a name the passages do not hold is not asked of them
+    elsewhere = "The vacuum command runs only when the disk is idle."
+    assert not back_claim("frobnicate runs only when the disk is idle [1].", [elsewhere], question, names).doubt

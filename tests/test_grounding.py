@@ -7,6 +7,7 @@ the slow part).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shutil
@@ -18,6 +19,7 @@ import pytest
 
 from answer_check import back_claim
 from answer_render import UNCONFIRMED, answer_as_text
+from answer_verdict import judge
 from config import load_settings
 from conftest import THINKPYTHON_PDF, THINKPYTHON_QA, module_settings, rag_with, require
 from doc_types import Chunk
@@ -27,6 +29,7 @@ from grounding import (
     assess_relevance,
     check_grounding,
     claim_sentences,
+    content_terms,
     corrected_citations,
     split_sentences,
 )
@@ -59,11 +62,7 @@ def sentences(embedder: Any) -> PassageSentences:
 def judged(answer: str, sentences: PassageSentences, passages: tuple[str, ...] = (TUPLES, DICTIONARIES), **kwargs: Any) -> Grounding:
     """check_grounding with the one judge (answer_check.back_claim) bound to the passages."""
 
-    def back(claim: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        backing = back_claim(claim, passages)
-        return backing.cited, backing.passages
-
-    return check_grounding(answer, sentences, back, **kwargs)
+    return check_grounding(answer, sentences, functools.partial(back_claim, passages=passages), **kwargs)
 
 
 def test_sentences_are_exact_substrings_split_at_sentence_ends_and_blank_lines() -> None:
@@ -362,3 +361,15 @@ def test_an_answer_of_short_fragments_is_checked_as_one_claim() -> None:
     assert claim_sentences(f"{long} See above.") == [long]
     assert claim_sentences("Per the handbook. Page four.") == ["Per the handbook. Page four."]
     assert claim_sentences("Yes [1].") == [] and claim_sentences("[1] [2]") == []
+
+
+def test_a_doubted_claim_is_marked_for_the_reader_and_the_answer_still_stands(embedder):
+    # Backed word for word, but by a sentence about another command than the one asked about.
+    text = "The frobnicate command fails when the cache is locked. Logs go to the journal. The vacuum command runs only when the disk is idle."
+    question = "When does frobnicate fail?"
+    back = functools.partial(back_claim, passages=[text], question=question, names=frozenset(content_terms("frobnicate")))
+    answer = "The frobnicate command fails when the cache is locked [1]. The frobnicate command runs only when the disk is idle [1]."
+    grounding = check_grounding(answer, PassageSentences.embed(embedder, [text]), back)
+    assert [s.supported for s in grounding.checked] == [True, True]
+    assert grounding.unsupported == ["The frobnicate command runs only when the disk is idle [1]."]
+    assert judge(answer, grounding, [text], question).shown

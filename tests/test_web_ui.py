@@ -136,7 +136,7 @@ def test_unsupported_sentences_are_marked_and_stay_escaped():
     assert "- <mark class='docqa-unsupported'" in shown, "the list item keeps its marker outside the mark"
     assert "The moon is made of &lt;b>cheese&lt;/b>.</mark>" in shown
     assert "<b>" not in shown
-    assert "not found in the sources" in shown
+    assert "not confirmed by the sources" in shown
     assert "Indexing is incremental." in shown and shown.count("<mark") == 1
 
 
@@ -180,7 +180,7 @@ def test_code_stays_code_with_marks_and_notes_outside_it():
     html_text = rendered_html(shown)
     assert code_blocks(html_text) == ["xs = [1, 2]\nxs.append(xs[0] &lt; 3)\n"], "marks, links and notes stay out of the code"
     assert "xs.append(xs[0] < 3)" in shown, "code is left for the renderer to escape: an entity in code shows as written"
-    assert "<mark class='docqa-unsupported' title='Not found in the sources'>You can append to one:</mark>" in shown
+    assert "<mark class='docqa-unsupported' title='Not confirmed by the sources'>You can append to one:</mark>" in shown
     assert shown.count("<mark") == 1 and 'href="#source-1"' in html_text and "#source-2" not in html_text
     assert "<span class=\"docqa-note\">Searched for: How do lists change?</span>" in html_text.replace("'", '"')
     assert "<em>— m</em>" in html_text, "the footer is prose after the code, not inside it"
