@@ -25,7 +25,7 @@ import numpy as np
 
 from answer_render import CITATION, cite, uncited
 from config import Settings
-from keyword_index import exact_terms, tokenize
+from keyword_index import exact_terms, tokenize, versions
 
 # Abbreviations that end in a full stop inside a sentence ("e.g. PDF", "Fig. 3", "vs. 3.11"): a break
 # after one cut a summary's key sentence and a quote in two. Each a fixed-width lookbehind.
@@ -207,7 +207,7 @@ def assess_relevance(
     asked = content_terms(question)
     overlap = max((len(asked & terms) / len(asked) for terms in sentences.terms), default=0.0) if asked else 0.0
     exact_rare = bool(asked & rare) and any(asked <= terms for terms in sentences.terms)
-    named = set(exact_terms(question))
+    named = set(exact_terms(question)) | set(versions(question))  # a held version names its row or release
     exact_name = bool(named) and any(named & terms for terms in sentences.terms)
     relevant = exact_rare or exact_name or similarity >= settings.relevance_min_similarity or (
         overlap >= settings.relevance_min_overlap and similarity >= settings.relevance_min_similarity_with_overlap

@@ -28,9 +28,12 @@ from errors import StoreError
 log = logging.getLogger(__name__)
 
 # Bump when tokenize() or index_text() changes: stored tokens are then rebuilt from the text.
-TOKENIZER_VERSION = 4
+TOKENIZER_VERSION = 5
 
 _WORD = re.compile(r"\w+")
+_VERSION = re.compile(r"(?<![\w.])[vV]?(\d+(?:\.\d+)+)(?![\w]|\.\d)")
+"""A dotted number as written, "22.04", "1.1.0", "3.12": a release or version is named by the whole,
+which its parts ("22", "04", common in every date) do not say."""
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _SYMBOLS = re.compile(r"[^\w\s]+")
 _FLAG = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*")
@@ -134,7 +137,12 @@ def tokenize(text: str) -> list[str]:
         words.append(lower)
     stop = stopwords()
     words = [w for w in words if w not in stop and len(w) < 64]
-    return (_stem(words) if words else []) + symbol_tokens(text)
+    return (_stem(words) if words else []) + versions(text) + symbol_tokens(text)
+
+
+def versions(text: str) -> list[str]:
+    """The dotted numbers of `text` (`_VERSION`), kept whole beside their parts."""
+    return _VERSION.findall(text)
 
 
 def exact_terms(question: str) -> list[str]:

@@ -233,6 +233,15 @@ def test_a_passage_holding_the_exact_name_the_question_gives_passes_the_gate(emb
     assert not assess_relevance(vector, question, other, SETTINGS).relevant, "a passage without the name does not pass on it"
 
 
+@pytest.mark.parametrize("row", ["| 22.04 LTS | Jammy Jellyfish | jammy | 2022-04-21 |", "Version 22.04 is Jammy Jellyfish."])
+def test_a_passage_holding_the_version_the_question_names_passes_the_gate(embedder: Any, row: str) -> None:
+    question = "What is Ubuntu 22.04 LTS called?"
+    vector = np.asarray(embedder.embed_query(question), dtype=np.float32)
+    assert assess_relevance(vector, question, PassageSentences.embed(embedder, [row]), SETTINGS).relevant
+    other = row.replace("22.04", "24.04")
+    assert not assess_relevance(vector, question, PassageSentences.embed(embedder, [other]), SETTINGS).relevant
+
+
 def test_of_two_equally_good_sentences_the_higher_ranked_passage_is_quoted(embedder: Any) -> None:
     from answer_context import RANK_WEIGHT, select_quotes, sentence_scores
 

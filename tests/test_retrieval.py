@@ -25,6 +25,7 @@ from keyword_index import (
     split_identifier,
     symbol_tokens,
     tokenize,
+    versions,
 )
 from rag_system import RAGSystem
 from retriever import (
@@ -84,6 +85,17 @@ def test_exact_terms_are_names_operators_and_flags_not_words():
     assert exact_terms("What is TOP_K, and does parse_config use //?") == ["top_k", "parse_config", "//"]
     assert exact_terms("How do I use --reindex?") == ["--reindex"]
     assert exact_terms("Does mRNA decay faster in 50% of cells?") == []  # camelCase and percent signs are prose here
+
+
+def test_a_version_is_one_token_so_its_row_is_found(tmp_path):
+    assert versions("What is Ubuntu 22.04 called, and what did v1.1.0 add?") == ["22.04", "1.1.0"]
+    assert "22.04" in tokenize("| 22.04 LTS | Jammy Jellyfish |") and "04" in tokenize("22.04")  # its parts still count
+    assert versions("Released on 2024-04-25, 3 days later.") == []  # dates and plain numbers are no versions
+    index = KeywordIndex(tmp_path)
+    rows = ["| 04.22 | Alpha | built 22 April 2004, patch 04-22 |", "| 22.04 | Beta | built in spring |"]
+    rows += [f"| {n}.0 | Gamma {n} | built in winter |" for n in range(5, 15)]
+    index.add_chunks([chunk("releases.xlsx", i, row) for i, row in enumerate(rows)])
+    assert index.search("What is release 22.04 called?", 1)[0][0] == "releases.xlsx:1"  # not the row with its parts
 
 
 def test_chunks_holding_the_exact_name_asked_about_rank_first(tmp_path):
