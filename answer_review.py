@@ -40,7 +40,7 @@ from grounding import (
     content_terms,
     corrected_citations,
 )
-from keyword_index import KeywordIndex
+from keyword_index import KeywordIndex, versions
 from llm_handler import REFUSAL
 
 log = logging.getLogger(__name__)
@@ -148,10 +148,11 @@ class AnswerReview:
 
 
 def rare_names(question: str, rare: set[str]) -> frozenset[str]:
-    """The question's names (common_words.uncommon_words) that few chunks hold (`rare`, the retriever's
-    rare terms), as content terms: "dynamic_cast", not "Node.js" all through a manual, nor a common
-    word that a small index happens to hold rarely ("built", "stop")."""
-    return frozenset(content_terms(" ".join(uncommon_words(question))) & content_terms(" ".join(rare)))
+    """The question's names (common_words.uncommon_words) and versions ("1.4.1") that few chunks hold
+    (`rare`, the retriever's rare terms), as content terms: "dynamic_cast", not "Node.js" all through
+    a manual, nor a common word that a small index happens to hold rarely ("built", "stop")."""
+    named = content_terms(" ".join(uncommon_words(question))) | set(versions(question))
+    return frozenset(named & content_terms(" ".join(rare)))
 
 
 def quote_places(answer: Answer, quotes: list[Quote]) -> list[str]:

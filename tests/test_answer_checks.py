@@ -7,7 +7,8 @@ import pytest
 
 from answer_check import back_claim, exact_mismatches
 from answer_context import compact_passages, select_quotes, sentence_scores, shown_quotes
-from answer_render import quotes_markdown, quotes_text
+from answer_render import quotes_markdown
+from answer_review import quotes_text, rare_names
 from answer_tidy import CUT_MARKER, repeats_from, tidy_answer
 from answer_types import ShownQuote
 from answer_verdict import judge
@@ -439,3 +440,17 @@ def test_the_sentence_before_or_the_table_header_names_what_a_sentence_is_about(
     # a name the passages do not hold is not asked of them
     elsewhere = "The vacuum command runs only when the disk is idle."
     assert not back_claim("frobnicate runs only when the disk is idle [1].", [elsewhere], question, names).doubt
+
+
+def test_a_version_the_question_names_must_be_named_by_the_evidence_of_a_claim_repeating_it():
+    question = "What was fixed in quux 2.4.1?"
+    names = rare_names(question, {"2.4.1", "fix"})
+    assert names == {"2.4.1"}  # a version is a name ("quux" is one too, but this index holds it often)
+    news = (
+        "Changes in quux from 2.3 to 2.4:\n    Added tail calls.\n    Added stack commands for the shell.\n    Removed old tests.\n\n"
+        "Release notes follow the same form for every version.\n\n"
+        "Changes in quux from 2.4 to 2.4.1:\n    Fixed the quit command."
+    )
+    assert not back_claim("Version 2.4.1 fixed the quit command [1].", [news], question, names).doubt
+    joined = back_claim("Version 2.4.1 fixed tail calls and stack commands for the shell [1].", [news], question, names)
+    assert joined.passages == (1,) and joined.doubt
