@@ -240,11 +240,21 @@ def read_sentences(raw: str) -> list[tuple[int, str]]:
                 continue
             items = reply.get("sentences") if isinstance(reply, dict) else None
             return [
-                (item["part"], " ".join(item["sentence"].split()))
+                (item["part"], _uncut(item["sentence"]))
                 for item in items if isinstance(item, dict) and isinstance(item.get("part"), int)
                 and isinstance(item.get("sentence"), str) and item["sentence"].strip()
             ] if isinstance(items, list) else []
     return []
+
+
+def _uncut(sentence: str) -> str:
+    """A sentence on one line; one the grammar stopped at SENTENCE_CHARS (the model copying a long
+    sentence of the part) ends at its last whole word, with "…", not in the middle of a word (seen
+    in a user trial: "…because in some cases the layout depen [2]")."""
+    if len(sentence) < SENTENCE_CHARS:
+        return " ".join(sentence.split())
+    words = sentence.split()[:-1]
+    return " ".join(words).rstrip(" ,;:-–") + "…" if words else sentence.strip()
 
 
 def paragraph(sentences: Sequence[tuple[int, str]]) -> str:

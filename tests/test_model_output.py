@@ -10,6 +10,7 @@ packaged model.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -20,7 +21,7 @@ from doc_types import Chunk
 from llm_handler import LLMBackend
 from ollama_standin import OllamaStandin
 from rag_system import RAGSystem
-from whole_document import OutlinePart, judge_summary
+from whole_document import SENTENCE_CHARS, OutlinePart, judge_summary, read_sentences
 
 HANDBOOK = """# Harbour handbook
 
@@ -132,3 +133,13 @@ def test_the_packaged_model_lists_every_item_and_refuses_what_the_passages_lack(
     assert all(method in shown for method in ("cash", "card", "token")), listed.text
     missing = rag.ask("How much does a berth cost per night?")
     assert missing.refused or missing.set_aside is not None, missing.text
+
+
+def test_a_summary_sentence_stopped_at_its_length_limit_ends_at_a_whole_word():
+    # The grammar's maxLength stops a long copied sentence mid-word; it is shown cut at a word, marked as cut.
+    long = ("abi is the ABI to use; this is needed because in some cases the layout depends on the ABI, " * 4)[:SENTENCE_CHARS]
+    raw = json.dumps({"sentences": [{"part": 1, "sentence": "A short sentence."}, {"part": 2, "sentence": long}]})
+    (_, short), (part, cut) = read_sentences(raw)
+    assert short == "A short sentence." and part == 2
+    assert cut.endswith("…") and len(cut) <= SENTENCE_CHARS and long.startswith(cut[:-1])
+    assert cut[:-1].split()[-1] in long.split()  # the last word is whole
