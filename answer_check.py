@@ -26,6 +26,7 @@ are far larger than the answer model itself, and none installs offline here.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections import Counter
@@ -172,16 +173,19 @@ def back_claim(claim: str, passages: Sequence[str], question: str = "", names: f
     stand in them (`exact_mismatches`) and COVERAGE of its content words too. An answer's sentences and
     a summary's are judged alike; the question's own words and numbers count as given.
 
-    `names` are the question's rare names (content terms): a backed claim that repeats one the
-    passages hold is doubted when its evidence is about something else (`_about_names`)."""
+    `names` are the question's rare names (answer_review.rare_names): a backed claim that repeats one
+    the passages hold, and is not a yes or no, is doubted when its evidence is about something else
+    (`_about_names`)."""
     body = uncited(claim)
     cited = tuple(cited_numbers(claim, len(passages)))
     words = _claim_words(body, question)
     problem = _unbacked(body, words, [passages[n - 1] for n in cited], question) if cited else "a sentence cites no passage that holds it"
     backing = Backing(cited, cited) if problem is None else Backing(cited, tuple(_backing(body, words, passages, question)), problem)
-    named = frozenset(n for n in names & content_terms(body) if any(n in terms for p in passages for terms in _passage_words(p).sentences))
-    if backing.passages and named and not words.adds_nothing and not _about_names(words, named, [passages[n - 1] for n in backing.passages]):
-        return Backing(backing.cited, backing.passages, backing.reason, doubt=f"its evidence does not name {' or '.join(sorted(named))}")
+    if not names or not backing.passages or words.adds_nothing:  # a yes or no repeats the question's names by design
+        return backing
+    held = frozenset(n for n in names & content_terms(body) if any(n in terms for p in passages for terms in _passage_words(p).sentences))
+    if held and not _about_names(words, held, [passages[n - 1] for n in backing.passages]):
+        return dataclasses.replace(backing, doubt=f"its evidence does not name {' or '.join(sorted(held))}")
     return backing
 
 
@@ -242,9 +246,16 @@ class _PassageWords:
     @functools.cached_property
     def context(self) -> tuple[frozenset[str], ...]:
         """Each sentence's words with what it leans on: the sentence before it ("It is in XML
-        format.") and, for a table row, its header's names (grounding.read_rows)."""
-        rows = [frozenset(content_terms(s)) for s in read_rows(self.split)]
-        return tuple(row | (self.sentences[i - 1] if i else frozenset()) for i, row in enumerate(rows))
+        format."), the last heading or line ending in ":" above it (a changelog's "Changes in 1.4:"
+        over its items), and, for a table row, its header's names (grounding.read_rows)."""
+        out, lead = [], frozenset[str]()
+        for i, (sentence, row) in enumerate(zip(self.split, read_rows(self.split), strict=True)):
+            words = self.sentences[i] if row is sentence else frozenset(content_terms(row))
+            out.append(words | (self.sentences[i - 1] if i else frozenset()) | lead)
+            first = sentence.strip().split("\n", 1)[0]
+            if first.startswith("#") or first.rstrip().endswith(":"):
+                lead = self.sentences[i]
+        return tuple(out)
 
     @functools.cached_property
     def clauses(self) -> tuple[tuple[frozenset[str], bool], ...]:
@@ -321,7 +332,7 @@ def _evidence(words: frozenset[str], evidence: Sequence[str], names: frozenset[s
     context holds one of `names`."""
     sentences = [pair for passage in evidence for pair in zip(_passage_words(passage).sentences, _passage_words(passage).context, strict=True)]
     held: frozenset[str] = frozenset()
-    chosen = []
+    chosen: list[tuple[frozenset[str], frozenset[str]]] = []
     for _ in range(EVIDENCE_SENTENCES):
         gain = max((len((terms & words) - held) for terms, _ in sentences), default=0)
         if not gain:

@@ -37,10 +37,9 @@ from grounding import (
     assess_relevance,
     check_grounding,
     claim_sentences,
-    content_terms,
     corrected_citations,
 )
-from keyword_index import KeywordIndex, versions
+from keyword_index import KeywordIndex, tokenize, versions
 from llm_handler import REFUSAL
 
 log = logging.getLogger(__name__)
@@ -114,6 +113,7 @@ class AnswerReview:
         if grounding is not None and (recited := corrected_citations(answer.text, grounding)) != answer.text:
             log.info("Citation moved to the passages that back the sentence: %r", recited)
             answer.text, answer.tidied = recited, [*answer.tidied, "citation moved to the passage holding the sentence"]
+            answer.unsupported = grounding.unsupported  # a doubted claim is re-cited too, and stays marked
         texts, labels = [p.text for p in answer.passages], [p.label for p in answer.passages]
         verdict = judge(answer.text, grounding, texts, question, answer.tidied, labels)
         if verdict.shown:
@@ -148,11 +148,12 @@ class AnswerReview:
 
 
 def rare_names(question: str, rare: set[str]) -> frozenset[str]:
-    """The question's names (common_words.uncommon_words) and versions ("1.4.1") that few chunks hold
-    (`rare`, the retriever's rare terms), as content terms: "dynamic_cast", not "Node.js" all through
-    a manual, nor a common word that a small index happens to hold rarely ("built", "stop")."""
-    named = content_terms(" ".join(uncommon_words(question))) | set(versions(question))
-    return frozenset(named & content_terms(" ".join(rare)))
+    """The tokens of the question's names (common_words.uncommon_words) and versions ("1.4.1") that
+    few chunks hold (`rare`, the retriever's rare terms): "dynamic_cast", not "Node.js" all through a
+    manual, nor a common word that a small index happens to hold rarely ("built", "stop"), nor a
+    common part of a rare name ("cast")."""
+    named = {token for word in uncommon_words(question) for token in tokenize(word)} | set(versions(question))
+    return frozenset(named & rare)
 
 
 def quote_places(answer: Answer, quotes: list[Quote]) -> list[str]:

@@ -207,7 +207,7 @@ def assess_relevance(
     asked = content_terms(question)
     overlap = max((len(asked & terms) / len(asked) for terms in sentences.terms), default=0.0) if asked else 0.0
     exact_rare = bool(asked & rare) and any(asked <= terms for terms in sentences.terms)
-    named = set(exact_terms(question)) | set(versions(question))  # a held version names its row or release
+    named = set(exact_terms(question)) | (set(versions(question)) & rare)  # a rare version names its row or release
     exact_name = bool(named) and any(named & terms for terms in sentences.terms)
     relevant = exact_rare or exact_name or similarity >= settings.relevance_min_similarity or (
         overlap >= settings.relevance_min_overlap and similarity >= settings.relevance_min_similarity_with_overlap
@@ -301,7 +301,7 @@ def check_grounding(
     marked: dict[int, set[int]] = {}
     for claim in claim_sentences(answer, skip) if count else []:
         backed = back(claim)
-        evidence = _evidence_sentence(sentences, content_terms(claim), backed.passages)
+        evidence = None if backed.doubt else _evidence_sentence(sentences, content_terms(claim), backed.passages)
         if evidence is not None:
             marked.setdefault(evidence[0], set()).add(evidence[1])
         result.checked.append(SentenceSupport(claim, list(backed.cited), list(backed.passages), bool(backed.doubt)))

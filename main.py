@@ -233,7 +233,7 @@ def cmd_ask(rag: RAGSystem, args: argparse.Namespace) -> int:
     if answer.focus:
         print(f"\nSearched for (the most informative part of a long question): {answer.focus}")
     if answer.unsupported:
-        print(f"\nNot supported by the sources ({len(answer.unsupported)} of {answer.sentences_checked} sentences):")
+        print(f"\nNot confirmed by the sources ({len(answer.unsupported)} of {answer.sentences_checked} sentences):")
         for sentence in answer.unsupported:
             print(f"  - {' '.join(sentence.split())}")
     print(f"\n— {answer.model or 'no model'}")

@@ -55,7 +55,7 @@ class AskResult(BaseModel):
     weak_matches: list[dict[str, Any]] = Field(
         default_factory=list, description="Passages far from the question that the answer does not cite, numbered on after the citations."
     )
-    unsupported: list[str] = Field(description="Answer sentences no cited passage supports.")
+    unsupported: list[str] = Field(description="Answer sentences the sources do not confirm: no passage backs them, or their evidence is about another name than the one asked.")
     notice: str | None
     model: str
     error: str | None

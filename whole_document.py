@@ -251,7 +251,7 @@ def _uncut(sentence: str) -> str:
     """A sentence on one line; one the grammar stopped at SENTENCE_CHARS (the model copying a long
     sentence of the part) ends at its last whole word, with "…", not in the middle of a word (seen
     in a user trial: "…because in some cases the layout depen [2]")."""
-    if len(sentence) < SENTENCE_CHARS:
+    if len(sentence) < SENTENCE_CHARS or sentence.rstrip().endswith((".", "!", "?", ")", '"', "'")):
         return " ".join(sentence.split())
     words = sentence.split()[:-1]
     return " ".join(words).rstrip(" ,;:-–") + "…" if words else sentence.strip()

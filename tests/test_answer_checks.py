@@ -433,7 +433,7 @@ def test_the_sentence_before_or_the_table_header_names_what_a_sentence_is_about(
     question = "What language is frobnicate written in, and which wheezyx state has release r20?"
     names = frozenset(content_terms("frobnicate wheezyx"))
     pronoun = "The frobnicate command is old. It is written in Perl and reads its options from a file."
-    assert not back_claim("The frobnicate command is written in Perl [1].", [pronoun], question, names).doubt
+    assert not back_claim("frobnicate is written in Perl and reads its options from a file [1].", [pronoun], question, names).doubt
     rows = "\n".join(f"| r{n} | {'frozen' if n < 15 else 'maintained by volunteers'} |" for n in range(30))
     table = f"Releases:\n\n| release | wheezyx state |\n| --- | --- |\n{rows}"  # a long table: a sentence per row
     assert not back_claim("For release r20, wheezyx is maintained by volunteers [1].", [table], question, names).doubt
@@ -446,11 +446,14 @@ def test_a_version_the_question_names_must_be_named_by_the_evidence_of_a_claim_r
     question = "What was fixed in quux 2.4.1?"
     names = rare_names(question, {"2.4.1", "fix"})
     assert names == {"2.4.1"}  # a version is a name ("quux" is one too, but this index holds it often)
+    assert rare_names("Why does dynamic_cast fail?", {"dynamic_cast"}) == {"dynamic_cast"}  # not its common part "cast"
     news = (
         "Changes in quux from 2.3 to 2.4:\n    Added tail calls.\n    Added stack commands for the shell.\n    Removed old tests.\n\n"
         "Release notes follow the same form for every version.\n\n"
-        "Changes in quux from 2.4 to 2.4.1:\n    Fixed the quit command."
+        "Changes in quux from 2.4 to 2.4.1:\n    Fixed the quit command.\n    Fixed a crash in the parser.\n    Sped up the tokenizer twice over."
     )
     assert not back_claim("Version 2.4.1 fixed the quit command [1].", [news], question, names).doubt
+    # an item further down the list is read with the line that introduces it
+    assert not back_claim("Version 2.4.1 sped up the tokenizer twice over [1].", [news], question, names).doubt
     joined = back_claim("Version 2.4.1 fixed tail calls and stack commands for the shell [1].", [news], question, names)
     assert joined.passages == (1,) and joined.doubt

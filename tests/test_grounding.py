@@ -19,6 +19,7 @@ import pytest
 
 from answer_check import back_claim
 from answer_render import UNCONFIRMED, answer_as_text
+from answer_review import AnswerReview, Evidence
 from answer_verdict import judge
 from config import load_settings
 from conftest import THINKPYTHON_PDF, THINKPYTHON_QA, module_settings, rag_with, require
@@ -237,9 +238,11 @@ def test_a_passage_holding_the_exact_name_the_question_gives_passes_the_gate(emb
 def test_a_passage_holding_the_version_the_question_names_passes_the_gate(embedder: Any, row: str) -> None:
     question = "What is Ubuntu 22.04 LTS called?"
     vector = np.asarray(embedder.embed_query(question), dtype=np.float32)
-    assert assess_relevance(vector, question, PassageSentences.embed(embedder, [row]), SETTINGS).relevant
+    sentences = PassageSentences.embed(embedder, [row])
+    assert assess_relevance(vector, question, sentences, SETTINGS, rare={"22.04"}).relevant
+    assert not assess_relevance(vector, question, sentences, SETTINGS).relevant, "a version many chunks hold names nothing"
     other = row.replace("22.04", "24.04")
-    assert not assess_relevance(vector, question, PassageSentences.embed(embedder, [other]), SETTINGS).relevant
+    assert not assess_relevance(vector, question, PassageSentences.embed(embedder, [other]), SETTINGS, rare={"22.04"}).relevant
 
 
 def test_of_two_equally_good_sentences_the_higher_ranked_passage_is_quoted(embedder: Any) -> None:
@@ -382,3 +385,21 @@ def test_a_doubted_claim_is_marked_for_the_reader_and_the_answer_still_stands(em
     assert [s.supported for s in grounding.checked] == [True, True]
     assert grounding.unsupported == ["The frobnicate command runs only when the disk is idle [1]."]
     assert judge(answer, grounding, [text], question).shown
+
+
+def test_a_doubted_claim_re_cited_to_the_passage_that_backs_it_stays_marked(embedder: Any) -> None:
+    # It cites passage 1, passage 2 holds its words (so its citation moves there), and passage 2 is
+    # about another command than the one asked: it is shown re-cited, and still marked.
+    asked = "The frobnicate command fails when the cache is locked. Logs go to the journal."
+    other = "Logs rotate weekly. The vacuum command runs only when the disk is idle."
+    question = "When does frobnicate fail?"
+    text = "The frobnicate command fails when the cache is locked [1]. The frobnicate command runs only when the disk is idle [1]."
+    answer = Answer(question=question, text=text)
+    answer.passages = [passage("a.md", asked), passage("b.md", other)]
+    review = AnswerReview(SETTINGS, embedder, keywords=None)  # type: ignore[arg-type]  # judging reads no idf
+    sentences = PassageSentences.embed(embedder, [asked, other])
+    vector = np.asarray(embedder.embed_query(question), dtype=np.float32)
+    evidence = Evidence(sentences, vector, [], question, frozenset(content_terms("frobnicate")))
+    review.judge(answer, evidence, question, review.ground(answer, evidence))
+    assert "The frobnicate command runs only when the disk is idle [2]." in answer.text
+    assert answer.unsupported == ["The frobnicate command runs only when the disk is idle [2]."]

@@ -141,5 +141,7 @@ def test_a_summary_sentence_stopped_at_its_length_limit_ends_at_a_whole_word():
     raw = json.dumps({"sentences": [{"part": 1, "sentence": "A short sentence."}, {"part": 2, "sentence": long}]})
     (_, short), (part, cut) = read_sentences(raw)
     assert short == "A short sentence." and part == 2
-    assert cut.endswith("…") and len(cut) <= SENTENCE_CHARS and long.startswith(cut[:-1])
-    assert cut[:-1].split()[-1] in long.split()  # the last word is whole
+    assert cut == long.rsplit(" ", 1)[0].rstrip(" ,;:") + "…"
+    whole = ("A complete sentence that is exactly as long as the limit allows, " * 5)[: SENTENCE_CHARS - 1].rstrip() + "."
+    whole = whole.ljust(SENTENCE_CHARS - 1, "x")[: SENTENCE_CHARS - 1] + "."
+    assert read_sentences(json.dumps({"sentences": [{"part": 1, "sentence": whole}]})) == [(1, whole)]  # ended: not cut
