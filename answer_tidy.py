@@ -27,6 +27,12 @@ CUT_MARKER = " …"
 _ENDS_CLEANLY = re.compile(r"""[.!?:)\]`'"*]\s*$|```\s*$""")
 
 
+def ends_cleanly(text: str) -> bool:
+    """Whether `text` ends as a sentence, quote, list or code block does: a text stopped at a limit
+    that does not is shown with CUT_MARKER."""
+    return bool(_ENDS_CLEANLY.search(text))
+
+
 def _key(text: str) -> str:
     return " ".join(CITATION.sub(" ", text).lower().split()).strip(" .")
 
@@ -148,7 +154,7 @@ def tidy_answer(text: str, hit_limit: bool) -> tuple[str, list[str]]:
         text = placed
         done.append("citations moved out of code")
     text += closing_fence(text)  # an unclosed fence would swallow everything after it
-    if (hit_limit or looped) and text and not _ENDS_CLEANLY.search(text):
+    if (hit_limit or looped) and text and not ends_cleanly(text):
         text += CUT_MARKER
         done.append("cut off")
     return text, done

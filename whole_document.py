@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from answer_check import evidence_share, judge_text
 from answer_render import OUTLINE_PART, cite
+from answer_tidy import CUT_MARKER, ends_cleanly
 from config import Settings
 from doc_types import Chunk
 from errors import LLMError
@@ -249,12 +250,12 @@ def read_sentences(raw: str) -> list[tuple[int, str]]:
 
 def _uncut(sentence: str) -> str:
     """A sentence on one line; one the grammar stopped at SENTENCE_CHARS (the model copying a long
-    sentence of the part) ends at its last whole word, with "…", not in the middle of a word (seen
-    in a user trial: "…because in some cases the layout depen [2]")."""
-    if len(sentence) < SENTENCE_CHARS or sentence.rstrip().endswith((".", "!", "?", ")", '"', "'")):
+    sentence of the part) ends at its last whole word with CUT_MARKER, as a cut answer does, not in
+    the middle of a word (seen in a user trial: "…because in some cases the layout depen [2]")."""
+    if len(sentence) < SENTENCE_CHARS or ends_cleanly(sentence):
         return " ".join(sentence.split())
     words = sentence.split()[:-1]
-    return " ".join(words).rstrip(" ,;:-–") + "…" if words else sentence.strip()
+    return " ".join(words).rstrip(" ,;:-–") + CUT_MARKER if words else sentence.strip()
 
 
 def paragraph(sentences: Sequence[tuple[int, str]]) -> str:

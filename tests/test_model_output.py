@@ -17,6 +17,7 @@ import pytest
 
 from answer_check import judge_text
 from answer_render import cited_numbers
+from answer_tidy import CUT_MARKER
 from doc_types import Chunk
 from llm_handler import LLMBackend
 from ollama_standin import OllamaStandin
@@ -141,7 +142,7 @@ def test_a_summary_sentence_stopped_at_its_length_limit_ends_at_a_whole_word():
     raw = json.dumps({"sentences": [{"part": 1, "sentence": "A short sentence."}, {"part": 2, "sentence": long}]})
     (_, short), (part, cut) = read_sentences(raw)
     assert short == "A short sentence." and part == 2
-    assert cut == long.rsplit(" ", 1)[0].rstrip(" ,;:") + "…"
+    assert cut == long.rsplit(" ", 1)[0].rstrip(" ,;:") + CUT_MARKER
     whole = ("A complete sentence that is exactly as long as the limit allows, " * 5)[: SENTENCE_CHARS - 1].rstrip() + "."
     whole = whole.ljust(SENTENCE_CHARS - 1, "x")[: SENTENCE_CHARS - 1] + "."
     assert read_sentences(json.dumps({"sentences": [{"part": 1, "sentence": whole}]})) == [(1, whole)]  # ended: not cut
