@@ -161,7 +161,8 @@ def _quote(texts: Sequence[str], number: int, i: int, score: float) -> Quote:
         if sum(len(t) for t in window) >= QUOTE_CHARS or following.lstrip().startswith("#") or _DEFINED_TERM.match(following):
             break
         window.append(following.strip())
-    text = "\n".join(window) if any(_CODE_LINE.match(t) for t in window[1:]) else " ".join(window)
+    lines = any(_CODE_LINE.match(t) or LIST_ITEM.match(t) for t in window[1:])  # code and list items keep their lines
+    text = "\n".join(window) if lines else " ".join(window)
     return Quote(number, text, score, range(i, i + len(window)))
 
 

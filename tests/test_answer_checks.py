@@ -457,3 +457,11 @@ def test_a_version_the_question_names_must_be_named_by_the_evidence_of_a_claim_r
     assert not back_claim("Version 2.4.1 sped up the tokenizer twice over [1].", [news], question, names).doubt
     joined = back_claim("Version 2.4.1 fixed tail calls and stack commands for the shell [1].", [news], question, names)
     assert joined.passages == (1,) and joined.doubt
+
+
+def test_a_quote_running_on_into_list_items_keeps_each_item_on_its_line():
+    # Joined with spaces, the items ran together into one line of " - " (seen in a user trial).
+    from answer_context import _quote
+
+    texts = ["However, there are some caveats.", "- The size may vary\n  by ABI.", "* Types cannot be shared.", "1. Copy each type."]
+    assert _quote(texts, 1, 0, 1.0).text == "However, there are some caveats.\n- The size may vary\n  by ABI.\n* Types cannot be shared.\n1. Copy each type."
