@@ -329,8 +329,9 @@ def _share(claim: _ClaimWords, evidence: Sequence[str]) -> float:
 def _evidence(words: frozenset[str], evidence: Sequence[str], names: frozenset[str] = frozenset()) -> list[tuple[frozenset[str], frozenset[str]]]:
     """A claim's evidence sentences, as (words, words with context): at most EVIDENCE_SENTENCES,
     chosen greedily, each adding the most of `words` not yet held; among equals, one whose
-    context holds one of `names`."""
-    sentences = [pair for passage in evidence for pair in zip(_passage_words(passage).sentences, _passage_words(passage).context, strict=True)]
+    context holds one of `names`. Without names no context is read (the share alone, summaries)."""
+    read = [_passage_words(passage) for passage in evidence]
+    sentences = [pair for pw in read for pair in zip(pw.sentences, pw.context if names else pw.sentences, strict=True)]
     held: frozenset[str] = frozenset()
     chosen: list[tuple[frozenset[str], frozenset[str]]] = []
     for _ in range(EVIDENCE_SENTENCES):
@@ -346,7 +347,8 @@ def _evidence(words: frozenset[str], evidence: Sequence[str], names: frozenset[s
 
 def _about_names(claim: _ClaimWords, names: frozenset[str], evidence: Sequence[str]) -> bool:
     """Whether the sentence holding most of a claim's words names one of the question's rare `names`
-    that the claim repeats, itself, in the sentence before it or in its table's header. A claim
+    that the claim repeats, in its context (`_PassageWords.context`: itself, the sentence before, the
+    heading or ":" line above, its table's header). A claim
     that joins the asked name to what a sentence says of something else reads as backed word for
     word: "dynamic_cast does not work because Node.js is built without C++ exception handling", the
     reason taken from a sentence about exceptions (a check-half answer of the dev pool)."""

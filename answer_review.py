@@ -55,7 +55,7 @@ class Evidence:
     question: str
     """As searched (a follow-up made standalone): its words and numbers count as given when claims are judged."""
     names: frozenset[str] = frozenset()
-    """The question's rare names (content terms; `rare_names`): a claim repeating one is checked to be about it."""
+    """The question's rare names (keyword tokens; `rare_names`): a claim repeating one is checked to be about it."""
 
 
 class AnswerReview:
