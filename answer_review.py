@@ -13,11 +13,12 @@ from __future__ import annotations
 import functools
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from answer_check import back_claim
+from answer_check import back_claim, check_claims
 from answer_context import Quote, select_quotes, sentence_scores, shown_quotes
 from answer_render import quotes_text, refusal_text
 from answer_types import Answer, Relevance
@@ -38,6 +39,7 @@ from grounding import (
     check_grounding,
     claim_sentences,
     corrected_citations,
+    split_sentences,
 )
 from keyword_index import KeywordIndex, tokenize, versions
 from llm_handler import REFUSAL
@@ -56,6 +58,10 @@ class Evidence:
     """As searched (a follow-up made standalone): its words and numbers count as given when claims are judged."""
     names: frozenset[str] = frozenset()
     """The question's rare names (keyword tokens; `rare_names`): a claim repeating one is checked to be about it."""
+
+
+Contradiction = Callable[[str], int | None]
+"""Given the model's text so far, where its first whole sentence that the checks find wrong ends, or None."""
 
 
 class AnswerReview:
@@ -102,6 +108,25 @@ class AnswerReview:
         )
         if evidence is not None:
             self.ground(answer, evidence)
+
+    def contradiction(self, answer: Answer, question: str) -> Contradiction:
+        """The verdict's exact checks (answer_verdict.judge: numbers, names, code the passages lack) run on
+        each sentence as soon as the model has finished it, so that a draft bound to be set aside
+        can be stopped there. The last sentence is still being written and waits."""
+        held = "\n".join([*(p.text for p in answer.passages), *(p.label for p in answer.passages)])
+        checked: set[str] = set()
+
+        def first_wrong(text: str) -> int | None:
+            at = 0
+            for sentence in split_sentences(text)[:-1]:
+                at = text.find(sentence, at) + len(sentence)
+                if sentence not in checked:
+                    checked.add(sentence)
+                    if check_claims([sentence], held, question):
+                        return at
+            return None
+
+        return first_wrong
 
     def judge(self, answer: Answer, evidence: Evidence, question: str, grounding: Grounding | None) -> Grounding | None:
         """Keep the model's text, or let the quotes stand as the answer with the reason (answer_verdict.py);

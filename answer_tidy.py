@@ -53,6 +53,8 @@ def repeats_from(text: str) -> int | None:
     return None
 
 
+STOPPED = "stopped at a sentence the passages contradict"
+"""What `tidied` says when the model was stopped after a sentence the checks find wrong (free_answer.py)."""
 REPEATED_EARLIER = "earlier answer repeated"
 """What `tidied` says when the answer is a previous answer again (answer_verdict.judge sets it aside)."""
 REPEAT_SHARE = 0.8

@@ -14,10 +14,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Generator, Iterator
+from enum import Enum
 
 from answer_context import compact_passages
-from answer_review import Evidence
-from answer_tidy import REPEATED_EARLIER, repeats_earlier, repeats_from, tidy_answer
+from answer_review import Contradiction, Evidence
+from answer_tidy import REPEATED_EARLIER, STOPPED, repeats_earlier, repeats_from, tidy_answer
 from answer_types import Answer
 from answer_verdict import add_notice, model_hint
 from config import Settings
@@ -27,6 +28,14 @@ from llm_handler import LLMBackend, build_messages
 from retriever import Passage
 
 log = logging.getLogger(__name__)
+
+
+class Ended(Enum):
+    """How the model's stream ended: by itself, at the token limit, or stopped at a contradicted sentence."""
+
+    DONE = "done"
+    LIMIT = "limit"
+    CONTRADICTED = "contradicted"
 
 
 class FreeAnswer:
@@ -51,15 +60,21 @@ class FreeAnswer:
         return [messages[0], *turns, *messages[1:]]
 
     def generate(
-        self, answer: Answer, question: str, history: list[dict[str, str]], started: float, checks: Evidence | None = None
+        self, answer: Answer, question: str, history: list[dict[str, str]], started: float, checks: Evidence | None = None,
+        contradicted: Contradiction | None = None,
     ) -> Iterator[Answer]:
-        """Stream the model's answer into `answer`, tidied (answer_tidy.py), an earlier answer copied marked; an LLM failure becomes a note."""
+        """Stream the model's answer into `answer`, tidied (answer_tidy.py), an earlier answer copied marked; an LLM failure becomes a note.
+
+        With `contradicted`, the model is stopped at the first whole sentence it finds wrong: the
+        answer will be set aside for the quotes whatever follows, so the rest is time the user waits."""
         messages = self.messages(question, answer.passages, self.passage_texts(answer.passages, checks), history)
         answer.timings.prompt_chars = sum(len(m["content"]) for m in messages)
-        hit_limit = yield from self.stream_into(answer, messages, started)
+        ended = yield from self.stream_into(answer, messages, started, contradicted=contradicted)
         if answer.error:
             return
-        answer.text, tidied = tidy_answer(answer.text, hit_limit)
+        answer.text, tidied = tidy_answer(answer.text, ended is Ended.LIMIT)
+        if ended is Ended.CONTRADICTED:
+            tidied.append(STOPPED)
         if repeats_earlier(answer.text, [m.get("content", "") for m in history if m.get("role") == "assistant"]):
             tidied.append(REPEATED_EARLIER)  # the last answer copied for a follow-up: set aside by AnswerReview.judge,
             if checks is None:  # which needs the embedding model; without it, the user is told
@@ -92,9 +107,11 @@ class FreeAnswer:
             self.failed(answer, exc)
 
     def stream_into(
-        self, answer: Answer, messages: list[dict[str, str]], started: float, max_tokens: int | None = None
-    ) -> Generator[Answer, None, bool]:
-        """Stream into answer.text; stops early when the model starts repeating itself. Returns whether it hit the limit."""
+        self, answer: Answer, messages: list[dict[str, str]], started: float, max_tokens: int | None = None,
+        contradicted: Contradiction | None = None,
+    ) -> Generator[Answer, None, Ended]:
+        """Stream into answer.text; stops early when the model starts repeating itself, or after the
+        first sentence `contradicted` finds wrong (the text then ends with it). Returns how it ended."""
         limit = max_tokens or self.settings.llm_max_tokens
         pieces = 0
         prefix = answer.text
@@ -103,6 +120,9 @@ class FreeAnswer:
             pieces += 1
             if pieces % 8 == 0 and repeats_from(answer.text[len(prefix) :]) is not None:
                 break  # closing the pieces closes the model's stream
+            if contradicted is not None and (end := contradicted(answer.text[len(prefix) :])) is not None:
+                answer.text = answer.text[: len(prefix) + end].strip()
+                return Ended.CONTRADICTED  # returning closes the pieces, and so the model's stream
             yield answer
         answer.text = answer.text.strip()
-        return pieces >= limit
+        return Ended.LIMIT if pieces >= limit else Ended.DONE

@@ -224,7 +224,9 @@ class RAGSystem:
             self.review.quote(answer, checks)
             answer.timings.quotes_s = time.perf_counter() - started
             yield answer
-        yield from self.free.generate(answer, search, history if follow_up else [], started, checks)
+        # a draft with a wrong claim is set aside for the quotes, or refused when undecided: stop it there
+        stop = self.review.contradiction(answer, search) if checks and (answer.quotes or undecided) else None
+        yield from self.free.generate(answer, search, history if follow_up else [], started, checks, stop)
         declined = bool(answer.text and not answer.error and model_refused(answer.text))
         if undecided and checks is not None:
             yield from self._model_decides(answer, checks, search, declined, started)

@@ -95,6 +95,39 @@ def test_empty_citations_only_or_unbacked_output_falls_back_to_the_quotes(harbou
     assert answer.notice
 
 
+class Counts(Writes):
+    """Writes `raw` in pieces and counts the pieces the program took before it closed the stream."""
+
+    def __init__(self, raw: str) -> None:
+        super().__init__(raw)
+        self.taken = 0
+
+    def stream(self, messages, max_tokens=None, schema=None) -> Iterator[str]:
+        for piece in super().stream(messages, max_tokens, schema):
+            self.taken += 1
+            yield piece
+
+
+@pytest.mark.parametrize("wrong", ["The harbour office opens at 06:45 [1].", "Call `harbour --book` to book a berth [1]."])
+def test_the_model_is_stopped_after_the_first_sentence_the_passages_contradict(harbour, wrong):
+    """Whatever follows a wrong number or name, the draft is set aside for the quotes: generating it is
+    only waiting. The model's stream is closed after the wrong sentence, which stays in what was set aside."""
+    rest = " It closes at 18:00 on weekdays and stays closed on Sundays [1]." * 6
+    model = Counts(wrong + rest)
+    answer = harbour(model).ask("When does the harbour office open?")
+    assert answer.done and answer.set_aside is not None, answer.text
+    assert answer.set_aside.startswith(wrong) and "Sundays" not in answer.set_aside
+    assert model.taken < len(model.raw) / 7 / 2, "the stream was read long after the wrong sentence"
+    assert "07:30" in answer.text and answer.notice
+
+
+def test_a_right_draft_is_read_to_its_end(harbour):
+    raw = "The harbour office opens at 07:30 [1]. It closes at 18:00 on weekdays [1]. On Sundays it stays closed [1]."
+    model = Counts(raw)
+    answer = harbour(model).ask("When does the harbour office open?")
+    assert answer.set_aside is None and answer.text.endswith("closed [1].") and model.taken == -(-len(raw) // 7)
+
+
 def test_ollama_cut_off_mid_answer_falls_back_to_the_quotes(harbour):
     pieces = ["The harbour office ", "opens at ", "07:30 and closes at 18:00 [1]."]
     with OllamaStandin(pieces=pieces, drop_after=2) as ollama:
