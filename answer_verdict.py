@@ -15,7 +15,7 @@ from typing import Any
 
 from answer_check import Disagreement, check_claims, says_nothing_new
 from answer_render import citations, quotes_text, uncited
-from answer_tidy import REPEATED_EARLIER, cite_outside_fences
+from answer_tidy import REPEATED_EARLIER, STOPPED, cite_outside_fences
 from grounding import Grounding, split_sentences
 from markdown_code import code_spans
 
@@ -49,6 +49,8 @@ def judge(
     if found:
         first = found[0]
         return Verdict(False, f"it does not match the passages: {first.reason}", found)
+    if STOPPED in tidied:  # stopped for a sentence the checks found wrong: never shown cut short
+        return Verdict(False, "the model was stopped at a sentence the passages do not hold")
     if grounding is not None and grounding.checked and not any(s.supported for s in grounding.checked):
         return Verdict(False, NO_BACKING)
     return Verdict(True)

@@ -2,7 +2,7 @@
 
 The prompt holds each passage cut to what bears on the question (answer_context.py), numbers kept;
 the text streams in, stops when the model repeats itself, and is tidied (answer_tidy.py) before
-AnswerReview judges it. Summaries stream through `stream_into` too.
+AnswerReview judges it.
 
 Two other designs were measured against this one on the dev pool's tune half and deleted
 (docs/answer-results.md): the model picking numbered excerpts in a JSON shape (ANSWER_DESIGN=evidence)
@@ -11,6 +11,7 @@ and this draft held by one judge instead of AnswerReview's checks (ANSWER_DESIGN
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Generator, Iterator
@@ -115,14 +116,15 @@ class FreeAnswer:
         limit = max_tokens or self.settings.llm_max_tokens
         pieces = 0
         prefix = answer.text
-        for piece in self._pieces(answer, messages, max_tokens, started):
-            answer.text += piece
-            pieces += 1
-            if pieces % 8 == 0 and repeats_from(answer.text[len(prefix) :]) is not None:
-                break  # closing the pieces closes the model's stream
-            if contradicted is not None and (end := contradicted(answer.text[len(prefix) :])) is not None:
-                answer.text = answer.text[: len(prefix) + end].strip()
-                return Ended.CONTRADICTED  # returning closes the pieces, and so the model's stream
-            yield answer
+        with contextlib.closing(self._pieces(answer, messages, max_tokens, started)) as stream:  # closing it closes the model's
+            for piece in stream:
+                answer.text += piece
+                pieces += 1
+                if pieces % 8 == 0 and repeats_from(answer.text[len(prefix) :]) is not None:
+                    break
+                if contradicted is not None and (end := contradicted(answer.text[len(prefix) :])) is not None:
+                    answer.text = answer.text[: len(prefix) + end].strip()
+                    return Ended.CONTRADICTED
+                yield answer
         answer.text = answer.text.strip()
         return Ended.LIMIT if pieces >= limit else Ended.DONE

@@ -11,7 +11,9 @@ every question is asked again with a stand-in model that writes the recorded tex
 retrieval, the quotes, the relevance gate and the judge all run as they do now; only the
 model's words are fixed. With greedy decoding the model writes the same words for the same
 prompt, so a change that leaves the prompt alone (a judge, a threshold) is measured exactly;
-one that changes the prompt is not, and needs a real run.
+one that changes the prompt is not, and needs a real run. A draft the model was stopped in (at a
+sentence the checks found wrong, free_answer.py) is recorded cut there: a judge loosened since then
+is measured on the cut draft, not on what the model would have gone on to write.
 
 Prints the same figures as the evaluation (answer shown right, unwarned wrong, refusals), and
 with --json the whole result.
