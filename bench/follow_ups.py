@@ -13,6 +13,9 @@ each item the follow-up is searched two ways and hit@1 / hit@5 scored:
 - `rule`: conversation.make_standalone, the word rule (the model's own rewrite, measured here
   before, did no better and was deleted: docs/answer-results.md, tenth session).
 
+Before that it counts the dev pool's questions (each written to stand alone) that the rule takes
+for follow-ups when asked after another question: each would be searched with that question's words.
+
 `--answers` asks instead, as a user would in the UI, with the default settings: the first
 question, then the follow-up with the chat's history (`RAGSystem.history_after`), and scores
 the follow-up's answer: shown (the model's text kept), set aside for the quotes, or refused;
@@ -117,6 +120,21 @@ def answers_main(settings: Any, items: list[dict[str, Any]], out: Path, as_json:
     return 0
 
 
+def dev_pool_questions() -> list[str]:
+    """The dev pool's questions, each written to stand alone."""
+    lines = (ROOT / "bench" / "dev_pool.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line)["question"] for line in lines if line.strip()]
+
+
+def standalone_misread(questions: list[str]) -> list[str]:
+    """The standalone `questions` that `looks_like_follow_up` takes for follow-ups when asked after
+    another question: each would be searched with that question's words added."""
+    from conversation import looks_like_follow_up
+
+    earlier = [{"role": "user", "content": "What is a tuple?"}, {"role": "assistant", "content": "A tuple is a sequence."}]
+    return [q for q in questions if looks_like_follow_up(q, earlier)]
+
+
 def main(argv: list[str] | None = None) -> int:
     from config import load_settings
     from evaluation import ThrowawayIndex, load_qa
@@ -128,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--answers", action="store_true", help="ask each pair in one chat and score the follow-up's answer")
     args = parser.parse_args(argv)
 
+    standalone = dev_pool_questions()
+    misread = standalone_misread(standalone)
+    print(f"standalone questions taken for follow-ups: {len(misread)} of the dev pool's {len(standalone)}: {misread}")
     settings = load_settings(overrides={"llm_backend": "llamacpp"})
     items = load_qa(PAIRS)
     build_folder(args.out)
