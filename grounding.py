@@ -121,7 +121,7 @@ def function_words() -> frozenset[str]:
     Made on first use: stemming needs the keyword index's stop words, which import bm25s."""
     return frozenset(
         tokenize(
-            "what which who whom whose when where why how is are was were be been do does did done can could "
+            "what which who whom whose when where why how is are was were be been do does did done have has had can could "
             "should would will shall may might must i me my you your we our it its they them their this that "
             "these those there here a an the of about also and but so then else just"
         )

@@ -388,6 +388,11 @@ YES_NO_PAIRS = [
      "When set, the Cache-Policy setting must hold a valid value. Tools read the Cache-Policy setting at start, "
      "and a builder may ignore the Cache-Policy setting. The value of this setting must not change the output of the build in any way.",
      "No, the Cache-Policy setting must not change the output of the build [1].", "Yes, the Cache-Policy setting can change the output of the build [1]."),
+    # "has" answering "have" adds no word: a form of "have" is an auxiliary, as "does" and "is" are
+    ("Does the tool have built-in rules for compiling C code?", "Built-in rules. Out of the box, the tool has no rules for e.g. compiling C code.",
+     "No, the tool has no built-in rules for compiling C code [1].", "Yes, the tool has built-in rules for compiling C code [1]."),
+    ("Has the format had a second edition?", "The format has had two editions; the second was published in 2020.",
+     "Yes, the format has had a second edition [1].", "No, the format has not had a second edition [1]."),
 ]
 
 
