@@ -28,7 +28,7 @@ from errors import StoreError
 log = logging.getLogger(__name__)
 
 # Bump when tokenize() or index_text() changes: stored tokens are then rebuilt from the text.
-TOKENIZER_VERSION = 5
+TOKENIZER_VERSION = 6
 
 _WORD = re.compile(r"\w+")
 _VERSION = re.compile(r"(?<![\w.])[vV]?(\d+(?:\.\d+)+)(?![\w]|\.\d)")
@@ -96,7 +96,8 @@ def symbol_tokens(text: str) -> list[str]:
 
     Words alone lose them (`\\w+` drops punctuation), yet a question naming one means that
     place. A run of punctuation counts when, stripped of brackets, quotes and sentence
-    marks, it is an operator: not in a URL (`://`), `**` not as Markdown bold, `%` not as percent.
+    marks, it is an operator: not in a URL (`://`), `**` not as Markdown bold, `%` not as percent
+    nor as a format specifier (`%M`, named by its letter).
     """
     found = [m.group().lower() for m in _FLAG.finditer(text)]
     for match in _SYMBOLS.finditer(text):
@@ -110,6 +111,8 @@ def symbol_tokens(text: str) -> list[str]:
             continue
         if core == "%" and match.start() > 0 and text[match.start() - 1].isdigit():
             continue
+        if core == "%" and text[match.end() : match.end() + 1].isalpha() and not text[match.start() - 1 : match.start()].isalnum():
+            continue  # "%M", "%s": a format specifier, named by its letter, not the operator
         found.append(core)
     return found
 

@@ -64,6 +64,13 @@ def test_urls_bold_text_and_percent_signs_are_not_operators():
     assert symbol_tokens("see http://thinkpython2.com, **bold** text, 50% of cases, ==== rules ====") == []
 
 
+def test_a_format_specifier_is_named_by_its_letter_not_the_percent_operator():
+    # "%M", "%s": a manual lists them by letter; the operator's exact match would rank every passage with a "%" first
+    assert symbol_tokens("What do %M and '%s' report in the format string?") == []
+    assert symbol_tokens("what does % do? x % y, a%b") == ["%", "%", "%"]
+    assert "m" in tokenize("What does the %M specifier report?")
+
+
 def test_a_question_about_an_operator_finds_the_text_that_uses_it(tmp_path):
     index = KeywordIndex(tmp_path)
     index.add_chunks([chunk("ops.md", 0, "Floor division, //, rounds down: 7 // 2 is 3."), chunk("div.md", 0, "Division rounds nothing down.")])
