@@ -25,6 +25,7 @@ from answer_types import Answer, Relevance
 from answer_verdict import (
     add_missing_citations,
     add_notice,
+    held_text,
     judge,
     let_quotes_stand,
 )
@@ -113,7 +114,7 @@ class AnswerReview:
         """The verdict's exact checks (answer_verdict.judge: numbers, names, code the passages lack) run on
         each sentence as soon as the model has finished it, so that a draft bound to be set aside
         can be stopped there. The last sentence is still being written and waits."""
-        held = "\n".join([*(p.text for p in answer.passages), *(p.label for p in answer.passages)])
+        held = held_text([p.text for p in answer.passages], [p.label for p in answer.passages])
         checked: set[str] = set()
 
         def first_wrong(text: str) -> int | None:

@@ -44,8 +44,7 @@ def judge(
         return Verdict(False, "the model's answer repeated itself")
     if REPEATED_EARLIER in tidied:
         return Verdict(False, "the model repeated its earlier answer instead of answering this question")
-    held = "\n".join([*passages, *labels])
-    found = check_claims(split_sentences(text), held, question)
+    found = check_claims(split_sentences(text), held_text(passages, labels), question)
     if found:
         first = found[0]
         return Verdict(False, f"it does not match the passages: {first.reason}", found)
@@ -54,6 +53,11 @@ def judge(
     if grounding is not None and grounding.checked and not any(s.supported for s in grounding.checked):
         return Verdict(False, NO_BACKING)
     return Verdict(True)
+
+
+def held_text(passages: Sequence[str], labels: Sequence[str] = ()) -> str:
+    """What a claim's numbers, names and code are looked up in: the passages and the places the prompt showed."""
+    return "\n".join([*passages, *labels])
 
 
 def add_missing_citations(text: str, grounding: Grounding | None) -> str:
