@@ -19,6 +19,8 @@ from answer_check import judge_text
 from answer_render import cited_numbers
 from answer_tidy import CUT_MARKER
 from doc_types import Chunk
+from embeddings import EmbeddingBackend
+from errors import EmbeddingError
 from llm_handler import LLMBackend
 from ollama_standin import OllamaStandin
 from rag_system import RAGSystem
@@ -123,6 +125,43 @@ def test_the_model_is_stopped_after_the_first_sentence_the_passages_contradict(h
     assert answer.set_aside.startswith(wrong) and "Sundays" not in answer.set_aside
     assert model.closed and model.taken <= (len(wrong) + 30) // 7, "the stream was read on after the wrong sentence"
     assert "07:30" in answer.text and answer.notice
+
+
+def test_a_doubted_question_whose_draft_names_what_no_passage_holds_is_refused_when_the_model_is_stopped(harbour):
+    """A question naming what no document names ("pytest") shows no quotes until the model has written:
+    a draft with a wrong name is then refused, so the model is stopped after that sentence there too."""
+    wrong = "Run `pytest --berth` to book a berth two days ahead [1]."
+    rest = " Boats longer than 12 metres must book a berth two days ahead [1]. Visiting boats moor at pier 4 [1]." * 3
+    model = Counts(wrong + rest)
+    answer = harbour(model).ask("How do visiting boats at pier 4 book a berth with pytest?")
+    assert answer.relevance.model_decides, answer.relevance
+    assert answer.done and answer.refused and "--berth" not in answer.text, answer.text
+    assert model.closed and model.taken <= (len(wrong) + 30) // 7, "the stream was read on after the wrong sentence"
+
+
+class NoModel(EmbeddingBackend):
+    """An embedding model that cannot load: docqa answers from keyword search alone."""
+
+    name = "missing"
+
+    def verify(self) -> None:
+        raise EmbeddingError("no embedding model here")
+
+
+def test_without_the_embedding_model_nothing_can_replace_a_draft_so_it_is_read_to_its_end(make_settings):
+    """Keyword search alone has no quotes to set a draft aside for: stopping it would leave half an answer."""
+    raw = "The harbour office opens at 06:45 [1]. It closes at 18:00 on weekdays [1]. On Sundays it stays closed [1]."
+    model = Counts(raw)
+    settings = make_settings()
+    (settings.docs_dir / "harbour.md").write_text(HANDBOOK, encoding="utf-8")
+    rag = RAGSystem(settings, embedder=NoModel(), llm=model)
+    try:
+        assert not rag.vectors.available
+        rag.index()
+        answer = rag.ask("When does the harbour office open?")
+    finally:
+        rag.close()
+    assert answer.done and model.taken == -(-len(raw) // 7) and answer.text.endswith("closed [1]."), answer.text
 
 
 def test_a_right_draft_is_read_to_its_end(harbour):
