@@ -18,7 +18,7 @@ from discovery import file_type, skipped_by_type
 from errors import plain_reason
 
 if TYPE_CHECKING:
-    from indexer import Manifest, SyncStep
+    from index_records import Manifest, SyncStep
 
 log = logging.getLogger(__name__)
 

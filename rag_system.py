@@ -28,6 +28,7 @@ from data_folder import DataLock, LockMode, ensure_writable, open_stores_or_rebu
 from embeddings import EmbeddingBackend
 from errors import LLMError, describe_error
 from free_answer import FreeAnswer
+from index_records import IndexReport, SyncStep
 from index_status import (
     AnswersFirst,
     DocumentStatus,
@@ -37,7 +38,7 @@ from index_status import (
     document_statuses,
     manifest_stats,
 )
-from indexer import Indexer, IndexReport, Progress, SyncStep
+from indexer import Indexer, Progress
 from llm_handler import LLMBackend, answering_model, make_llm_backend, quotes_answer_messages
 from page_images import render_page_png
 from question_intent import asks_for_document_list

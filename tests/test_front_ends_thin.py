@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 WEB_UI = ["web_ui.py", "web_layout.py", "web_handlers.py", "web_html.py", "web_questions.py"]
 FRONT_ENDS = [*WEB_UI, "main.py", "service.py", "service_api.py", "openai_api.py", "mcp_server.py"]
 INGEST_AND_STORES = {
-    "indexer", "vector_store", "keyword_index", "document_converter", "text_splitter", "page_images",
+    "indexer", "index_records", "vector_store", "keyword_index", "document_converter", "text_splitter", "page_images",
     "folder_profile", "discovery", "watcher", "embeddings", "documents_folder", "data_folder",
 }
 """What the front ends reach through RAGSystem instead of importing."""

@@ -418,7 +418,7 @@ def test_an_index_made_before_page_labels_names_the_pdf_page(open_rag):
 def test_the_manifest_written_after_every_batch_reads_back_record_for_record(tmp_path):
     """Manifest.save writes the records' own fields with json.dumps (fast enough to run after every batch of a
     5,000-file folder); what it writes must load back unchanged, non-ASCII names and notes included."""
-    from indexer import FailedFile, FileRecord, Manifest
+    from index_records import FailedFile, FileRecord, Manifest
 
     path = tmp_path / "manifest.json"
     manifest = Manifest(path, signature={"model": "m", "chunk_size": 1000}, last_indexed=12.5)
