@@ -56,8 +56,8 @@ def answering_system(settings: Any, docs: Path, llm: Any = None) -> Iterator[tup
     once, not every run), then answered by a RAGSystem of its own over the same data folder with the
     plain embedder (the cache would also serve the passage sentences each answer embeds, which a
     user's docqa embeds anew). The model is loaded once, timed apart; a given `llm` is not timed."""
-    from evaluation import ThrowawayIndex
     from rag_system import RAGSystem
+    from throwaway_index import ThrowawayIndex
 
     with ThrowawayIndex(settings, docs) as index:
         t = time.perf_counter()

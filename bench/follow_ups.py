@@ -106,7 +106,7 @@ def answer_rows(rag: Any, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def answers_main(settings: Any, items: list[dict[str, Any]], out: Path, as_json: bool) -> int:
-    from evaluation import ThrowawayIndex
+    from throwaway_index import ThrowawayIndex
 
     with ThrowawayIndex(settings, out) as index:
         index.rag.index()
@@ -137,7 +137,8 @@ def standalone_misread(questions: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     from config import load_settings
-    from evaluation import ThrowawayIndex, load_qa
+    from evaluation import load_qa
+    from throwaway_index import ThrowawayIndex
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("/tmp/follow-ups"), help="folder to build (emptied first)")

@@ -4,7 +4,7 @@
 
 Every other retrieval number is measured on a folder holding one corpus; a person's folder
 holds unrelated documents side by side. This builds one such folder (copies, never links:
-the indexer refuses symlinks), indexes it once through `evaluation.ThrowawayIndex` (corpus
+the indexer refuses symlinks), indexes it once through `throwaway_index.ThrowawayIndex` (corpus
 embeddings come from `DB_DIR/eval-cache`), and scores three question sets on it, each
 overall and per gold file (hit@1, hit@5, MRR):
 
@@ -94,7 +94,8 @@ def write_junk(folder: Path) -> None:
 
 def score_folder(settings: Any, folder: Path, sets: dict[str, tuple[list[dict[str, Any]], str | None]], k: int) -> dict[str, Any]:
     """Index `folder` once into a throwaway index and score each question set on it."""
-    from evaluation import ThrowawayIndex, score_retrieval
+    from evaluation import score_retrieval
+    from throwaway_index import ThrowawayIndex
 
     with ThrowawayIndex(settings, folder) as index:
         started = time.perf_counter()

@@ -30,7 +30,8 @@ sys.path.insert(0, str(ROOT))
 
 from answer_sources import best_possible_score  # noqa: E402
 from config import load_settings  # noqa: E402
-from evaluation import ThrowawayIndex, gold_places, is_answerable, load_qa  # noqa: E402
+from evaluation import gold_places, is_answerable, load_qa  # noqa: E402
+from throwaway_index import ThrowawayIndex  # noqa: E402
 
 EVAL = ROOT.parent / "shared" / "eval"
 THINKPYTHON_PDF = EVAL / "thinkpython" / "thinkpython2.pdf"
