@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from llm_handler import REFUSAL
+from answer_prompt import REFUSAL
 from markdown_code import closing_fence, code_spans, outside_code
 
 CITATION = re.compile(r"(?<!\\)\[(\d+)\]")

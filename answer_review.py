@@ -20,6 +20,7 @@ import numpy as np
 
 from answer_check import back_claim, check_claims
 from answer_context import Quote, select_quotes, sentence_scores, shown_quotes
+from answer_prompt import REFUSAL
 from answer_render import quotes_text, refusal_text
 from answer_types import Answer, Relevance
 from answer_verdict import (
@@ -43,7 +44,6 @@ from grounding import (
     split_sentences,
 )
 from keyword_index import KeywordIndex, tokenize, versions
-from llm_handler import REFUSAL
 
 log = logging.getLogger(__name__)
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Generator, Iterator
 from enum import Enum
 
 from answer_context import compact_passages
+from answer_prompt import build_messages
 from answer_review import Contradiction, Evidence
 from answer_tidy import REPEATED_EARLIER, STOPPED, repeats_earlier, repeats_from, tidy_answer
 from answer_types import Answer
@@ -25,7 +26,7 @@ from answer_verdict import add_notice, model_hint
 from config import Settings
 from conversation import bounded_history
 from errors import LLMError
-from llm_handler import LLMBackend, build_messages
+from llm_handler import LLMBackend
 from retriever import Passage
 
 log = logging.getLogger(__name__)

@@ -17,6 +17,7 @@ import conversation
 import documents_folder
 import embeddings
 import whole_document
+from answer_prompt import quotes_answer_messages
 from answer_render import is_refusal as model_refused  # the one refusal rule, shared with the evaluation
 from answer_review import AnswerReview, Evidence
 from answer_sources import arrange_sources
@@ -39,7 +40,7 @@ from index_status import (
     manifest_stats,
 )
 from indexer import Indexer, Progress
-from llm_handler import LLMBackend, answering_model, make_llm_backend, quotes_answer_messages
+from llm_handler import LLMBackend, answering_model, make_llm_backend
 from page_images import render_page_png
 from question_intent import asks_for_document_list
 from retriever import Passage, Retriever, Where

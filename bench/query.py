@@ -72,7 +72,8 @@ def latencies(rag, queries: list[str], mode: str) -> list[float]:
 
 
 def time_to_first_token(rag) -> float:
-    from llm_handler import LlamaCppBackend, build_messages
+    from answer_prompt import build_messages
+    from llm_handler import LlamaCppBackend
 
     llm = LlamaCppBackend(rag.settings)
     llm.complete([{"role": "user", "content": "hi"}], max_tokens=1)  # load the model first

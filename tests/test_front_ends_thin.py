@@ -11,9 +11,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from answer_prompt import REFUSAL
 from answer_render import CITATION, UNCONFIRMED, answer_as_text, is_refusal, link_citations, place, source_line
 from conversation import history_after
-from llm_handler import REFUSAL
 
 ROOT = Path(__file__).resolve().parent.parent
 WEB_UI = ["web_ui.py", "web_layout.py", "web_handlers.py", "web_html.py", "web_questions.py"]

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from answer_check import back_claim
+from answer_prompt import REFUSAL
 from answer_render import UNCONFIRMED, answer_as_text
 from answer_review import AnswerReview, Evidence
 from answer_verdict import judge
@@ -34,7 +35,7 @@ from grounding import (
     corrected_citations,
     split_sentences,
 )
-from llm_handler import REFUSAL, LLMBackend
+from llm_handler import LLMBackend
 from rag_system import Answer
 from retriever import Passage
 

@@ -17,20 +17,16 @@ from typing import Any
 import numpy as np
 import pytest
 
+from answer_prompt import ANSWER_FORMAT, REFUSAL, SYSTEM_PROMPT, build_messages, quotes_answer_messages
 from config import Settings, load_settings
 from errors import BackendUnavailable, ConfigError, GenerationError
 from llm_handler import (
-    ANSWER_FORMAT,
-    REFUSAL,
-    SYSTEM_PROMPT,
     LlamaCppBackend,
     LLMBackend,
     OllamaBackend,
     _fit_to_context,
     answering_model,
-    build_messages,
     make_llm_backend,
-    quotes_answer_messages,
 )
 from ollama_standin import OllamaStandin
 from prompt_lookup import PromptLookup
