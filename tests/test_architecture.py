@@ -40,6 +40,10 @@ FORBIDDEN: dict[str, set[str]] = {
     "api_guard": set(OUR_MODULES) - {"api_guard", "config", "errors"},
     # The index's records are read without the Indexer, so they know nothing above the chunk types.
     "index_records": set(OUR_MODULES) - {"index_records", "doc_types"},
+    # The prompt is text and message shapes: any backend or stage may use it without pulling in the others.
+    "answer_prompt": set(OUR_MODULES) - {"answer_prompt"},
+    # Every evaluation builds on the throwaway index; it must not need the evaluation back.
+    "throwaway_index": {"evaluation"},
 }
 
 

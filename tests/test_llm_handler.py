@@ -1,7 +1,8 @@
 """Behaviour of the LLM layer: the prompt, both backends, and the factory choosing one.
 
 Ollama is played by a real local HTTP server speaking its protocol (tests/ollama_standin.py);
-llama.cpp runs the real packaged SmolLM2-135M model (marked slow).
+llama.cpp runs the real packaged models (marked slow): SmolLM2-135M where any model will do, the default
+Qwen2.5-Coder-1.5B where the default is what is tested.
 """
 
 from __future__ import annotations
