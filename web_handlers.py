@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import logging
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,13 @@ if TYPE_CHECKING:
     from rag_system import Answer, RAGSystem
 
 log = logging.getLogger(__name__)
+
+STREAM_UPDATE_S = 0.25
+"""While the model writes, the chat is redrawn at most this often, not at every piece: the page runs on
+the same cores as llama.cpp. Asked in Chromium on this 2-core machine, two answers took the model
+12.6-13.7 s against 9.2-9.8 s over the API; with Gradio's progress animation hidden (web_ui.py) 11.9-12.1 s,
+and with this as well 10.7-10.8 s (docs/benchmarks.md). Until the first piece every change shows at once:
+the quotes then stand alone for the seconds the model reads its prompt."""
 
 QUEUE_POLL_S = 1.0
 """How often a question waiting for an answer slot looks again, and tells its page how many are ahead."""
@@ -124,12 +132,16 @@ class Handlers:
         history = session.history
         where = {"source": question.files} if question.files else None
         answers = self.rag.stream_answer(question.text, where=where, history=history)
-        first, last = True, None
+        first, last, shown_at = True, None, 0.0
         try:
             for answer in answers:
                 if session.stop_requested or number != session.chat_number:
                     break
                 last = session.last_answer = answer
+                writing = answer.timings.first_token_s is not None and not answer.done
+                if writing and time.perf_counter() - shown_at < STREAM_UPDATE_S:
+                    continue  # the next piece is a fraction of a second away
+                shown_at = time.perf_counter()
                 session.show(answer_message(answer))
                 if answer.done:
                     session.finish(number, self.rag.history_after(history, answer))
@@ -145,6 +157,8 @@ class Handlers:
                 yield update
         finally:
             answers.close()  # ends the model's generation too
+        if last is not None and number == session.chat_number:
+            session.show(answer_message(last))  # the pieces written since the last redraw
         session.finish(number, None, stopped=True)
         stopped: Update = {a.chat: session.chat()}
         if last is not None and number == session.chat_number:  # the sources line no longer says the model is reading

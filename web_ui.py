@@ -55,7 +55,7 @@ def wire_ask(page: Page, handlers: Handlers) -> None:
         ).then(
             # No Gradio limit on answers: Handlers.slots keeps UI_CONCURRENCY and tells waiting pages their place.
             handlers.answer_all, [page.session], answering, api_visibility="private", concurrency_limit=None,
-            trigger_mode="multiple",
+            trigger_mode="multiple", show_progress="hidden",  # the chat and the sources line show the progress
         )
     a.stop.click(handlers.stop, [page.session], [a.stop, a.sources], api_visibility="private", queue=False)
     cleared = [a.chat, a.sources, a.box, a.copy_text, a.stop, a.page_pick, a.page_view, page.targets]

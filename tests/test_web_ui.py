@@ -1038,3 +1038,57 @@ def test_the_draft_shows_as_being_checked_then_the_final_answer_with_citations_t
         assert target and page.locator(target).count() == 1, "the citation names a source card on the page"
     finally:
         page.context.close()
+
+
+class ManyPieces:
+    """A model that writes its answer one character at a time, with no wait between pieces."""
+
+    name = "stand-in"
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def stream(self, messages, max_tokens=None, schema=None) -> Iterator[str]:
+        yield from self.text
+
+    def yes_probability(self, messages) -> float:
+        return 1.0
+
+    def close(self) -> None:
+        pass
+
+
+def test_while_the_model_writes_the_chat_is_redrawn_a_few_times_a_second_not_at_every_piece(make_settings, embedder):
+    """The page shares the cores with the model: a redraw at each piece slowed the model by a third."""
+    import gradio as gr
+
+    from rag_system import RAGSystem
+
+    text = "The kettle is descaled every month, with a spoon of citric acid in a full kettle [1]. " * 3
+    settings = make_settings()
+    (settings.docs_dir / "kettle.md").write_text(
+        "# Kettle\n\nThe kettle is descaled every month, with a spoon of citric acid in a full kettle.\n", encoding="utf-8"
+    )
+    rag = RAGSystem(settings, embedder=embedder, llm=ManyPieces(text))
+    try:
+        rag.index()
+        with gr.Blocks():
+            page = web_layout.layout(rag)
+        handlers, session = web_handlers.Handlers(rag, page), web_questions.ChatSession()
+        handlers.take_question("How often is the kettle descaled?", None, session)
+        updates = [u for u in handlers.answer_all(session) if page.ask.chat in u]
+    finally:
+        rag.close()
+    assert len(updates) < 12, f"{len(updates)} redraws for {len(text)} pieces"
+    final = json.dumps(updates[-1][page.ask.chat])
+    assert "citric acid" in final and "every month" in final, "the last redraw holds the whole answer"
+
+
+def test_answers_stream_without_gradios_progress_animation(open_rag):
+    """The animation on the answer's eight outputs took a third of a core from the model while it wrote;
+    the chat and the sources line show that an answer is coming."""
+    import web_ui
+
+    app = web_ui.build_app(open_rag())
+    answering = [d for d in app.config["dependencies"] if getattr(app.fns[d["id"]].fn, "__name__", "") == "answer_all"]
+    assert answering and all(d["show_progress"] == "hidden" for d in answering)
