@@ -1,6 +1,6 @@
 """Whether the model's answer is shown, or set aside for the quotes.
 
-The model's text is shown when it is non-empty, did not loop, at least one of its claims is
+The model's text is shown when it is non-empty (a loop cut, answer_tidy.py), at least one of its claims is
 backed by its evidence (answer_check.back_claim) and no claim names a number, name, page or file
 the passages lack (answer_check.py). Otherwise the verbatim quotes stand as the answer, with a notice saying
 why, and the model's text is kept for the user to open. A user is never shown a model's
@@ -40,8 +40,6 @@ def judge(
     if says_nothing_new(text, question):  # nothing, only "[1]" (seen in the browser), or the question said back
         said = uncited(text).strip(" \t\n.,;:")
         return Verdict(False, "it only restates the question" if said else "the model wrote no answer")
-    if "repetition cut" in tidied:
-        return Verdict(False, "the model's answer repeated itself")
     if REPEATED_EARLIER in tidied:
         return Verdict(False, "the model repeated its earlier answer instead of answering this question")
     found = check_claims(split_sentences(text), held_text(passages, labels), question)

@@ -78,7 +78,9 @@ def test_a_looping_answer_is_cut_and_marked():
     assert repeats_from(looping) is not None
     text, done = tidy_answer(looping, hit_limit=True)
     assert text.count("You cannot change a tuple.") == 1 and "repetition cut" in done
-    assert not judge(looping, None, [TUPLES], "Can I change a tuple?", done).shown
+    assert judge(text, None, [TUPLES], "Can I change a tuple?", done).shown, "what comes before the loop is judged as any answer"
+    wrong, done = tidy_answer("A tuple holds at most 12 elements [1]. " * 5, hit_limit=True)
+    assert not judge(wrong, None, [TUPLES], "Can I change a tuple?", done).shown
 
 
 def test_an_answer_cut_at_the_token_limit_gets_a_marker():

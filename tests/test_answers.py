@@ -170,7 +170,9 @@ def test_an_answer_shown_with_a_marked_sentence_is_not_judged_again_by_the_model
     assert [r for r in server.chat_requests if r.get("format")] == [], "no yes-or-no question asked"
 
 
-def test_a_looping_model_is_cut_and_set_aside(tmp_path, embedder):
+def test_a_looping_model_is_cut_and_what_it_wrote_before_the_loop_is_judged_like_any_answer(tmp_path, embedder):
+    """The loop goes; the words before it stand if their passages back them. Set aside for looping, a
+    right answer (the passage's list copied, then copied again) read as a warning (seen in the trial)."""
     rag, server = ollama_rag(tmp_path, embedder, ["The default chunk size is 1000 characters [2]. "] * 12)
     try:
         answer = rag.ask("What is the default chunk size?")
@@ -178,8 +180,8 @@ def test_a_looping_model_is_cut_and_set_aside(tmp_path, embedder):
         rag.close()
         server.__exit__(None, None, None)
     assert "repetition cut" in answer.tidied
-    assert answer.set_aside is not None and answer.set_aside.count("The default chunk size") == 1
-    assert "repeated itself" in (answer.notice or "")
+    assert answer.set_aside is None and answer.text.count("The default chunk size is 1000 characters") == 1, answer.text
+    assert "repeated" not in (answer.notice or "")
 
 
 class _Recording:
