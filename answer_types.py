@@ -52,6 +52,8 @@ class Timings:
     quotes_s: float | None = None
     quotes_judge_s: float | None = None
     first_token_s: float | None = None
+    draft_s: float | None = None
+    """The model's last piece: its draft is whole, and being checked."""
     summary_s: float | None = None
     total_s: float | None = None
     prompt_chars: int | None = None

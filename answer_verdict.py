@@ -1,6 +1,6 @@
 """Whether the model's answer is shown, or set aside for the quotes.
 
-The model's text is shown when it is non-empty (a loop cut, answer_tidy.py), at least one of its claims is
+The model's text, any loop cut from it (answer_tidy.py), is shown when it is non-empty, at least one of its claims is
 backed by its evidence (answer_check.back_claim) and no claim names a number, name, page or file
 the passages lack (answer_check.py). Otherwise the verbatim quotes stand as the answer, with a notice saying
 why, and the model's text is kept for the user to open. A user is never shown a model's

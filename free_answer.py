@@ -72,6 +72,7 @@ class FreeAnswer:
         messages = self.messages(question, answer.passages, self.passage_texts(answer.passages, checks), history)
         answer.timings.prompt_chars = sum(len(m["content"]) for m in messages)
         ended = yield from self.stream_into(answer, messages, started, contradicted=contradicted)
+        answer.timings.draft_s = time.perf_counter() - started
         if answer.error:
             return
         answer.text, tidied = tidy_answer(answer.text, ended is Ended.LIMIT)
@@ -85,6 +86,7 @@ class FreeAnswer:
             log.info("Answer tidied: %s", ", ".join(tidied))
         answer.tidied = tidied
         answer.model_hint = model_hint(answer.model, self.settings.ollama_model)
+        yield answer  # the whole draft, tidied, while it is checked (a front end may have shown fewer pieces)
 
     def _pieces(self, answer: Answer, messages: list[dict[str, str]], max_tokens: int | None, started: float) -> Iterator[str]:
         """The model's reply piece by piece: its name, first token's time and words (`draft`) go on the

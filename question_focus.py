@@ -11,11 +11,13 @@ and repetition are left out first; a repeated sentence adds no new words and so 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-from grounding import split_sentences
 from keyword_index import query_tokens
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\s*\n\s*")
 
 
 class Focus(NamedTuple):
@@ -29,7 +31,7 @@ class Focus(NamedTuple):
 def sentences_of(text: str, limit: int) -> list[str]:
     """The sentences (or lines) of `text`, any longer than `limit` cut between words into pieces that fit."""
     out: list[str] = []
-    for sentence in (s for line in text.splitlines() for s in split_sentences(line)):
+    for sentence in _SENTENCE_END.split(text):
         words = sentence.split()
         piece: list[str] = []
         for word in words:

@@ -7,13 +7,19 @@ its `EmbeddingCache` keeps corpus embeddings between runs, so a second run embed
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import shutil
+import sqlite3
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+import embeddings
 from config import Settings
+from rag_system import RAGSystem
 
 
 def throwaway_settings(settings: Settings, data_dir: Path, docs_dir: Path | None = None) -> Settings:
@@ -43,8 +49,6 @@ class EmbeddingCache:
     @property
     def db(self) -> Any:
         """Opened on the first documents to embed: a keyword-only index never creates the file."""
-        import sqlite3
-
         if self._db is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path)
@@ -55,13 +59,9 @@ class EmbeddingCache:
         return getattr(self.embedder, name)
 
     def _key(self, text: str) -> str:
-        import hashlib
-
         return hashlib.sha256(f"{self.embedder.name}\x00{text}".encode("utf-8")).hexdigest()
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        import numpy as np
-
         keys = [self._key(t) for t in texts]
         found: dict[str, list[float]] = {}
         for start in range(0, len(keys), 500):
@@ -89,8 +89,6 @@ class ThrowawayIndex:
     embedding through an EmbeddingCache: `rag.embedder` is the cache, and so is what it indexes and searches with."""
 
     def __init__(self, settings: Settings, docs_dir: Path | None = None, embedder: Any = None) -> None:
-        import embeddings
-        from rag_system import RAGSystem
 
         self.tmp = Path(tempfile.mkdtemp(prefix="docqa-eval-"))
         self.settings = throwaway_settings(settings, self.tmp / "data", docs_dir)

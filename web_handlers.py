@@ -51,8 +51,9 @@ STREAM_UPDATE_S = 0.25
 """While the model writes, the chat is redrawn at most this often, not at every piece: the page runs on
 the same cores as llama.cpp. Asked in Chromium on this 2-core machine, two answers took the model
 12.6-13.7 s against 9.2-9.8 s over the API; with Gradio's progress animation hidden (web_ui.py) 11.9-12.1 s,
-and with this as well 10.7-10.8 s (docs/benchmarks.md). Until the first piece every change shows at once:
-the quotes then stand alone for the seconds the model reads its prompt."""
+and with this as well 10.7-10.8 s (docs/benchmarks.md); this alone, with the animation on, gained nothing
+measurable. Before the model's first piece and after its last every change shows at once: the quotes
+stand alone for the seconds the model reads its prompt, and the whole draft while it is checked."""
 
 QUEUE_POLL_S = 1.0
 """How often a question waiting for an answer slot looks again, and tells its page how many are ahead."""
@@ -127,21 +128,23 @@ class Handlers:
             self.slots.leave(ticket)
 
     def stream(self, session: ChatSession, question: Question, number: int) -> Iterator[Update]:
-        """The answer, piece by piece: the sources once, then the chat; cut short when Stop is pressed."""
+        """The answer as it grows (while the model writes, at most every STREAM_UPDATE_S): the sources once,
+        then the chat; cut short when Stop is pressed."""
         p, a = self.page, self.page.ask
         history = session.history
         where = {"source": question.files} if question.files else None
         answers = self.rag.stream_answer(question.text, where=where, history=history)
-        first, last, shown_at = True, None, 0.0
+        first, last, shown_at = True, None, float("-inf")
         try:
             for answer in answers:
                 if session.stop_requested or number != session.chat_number:
                     break
                 last = session.last_answer = answer
-                writing = answer.timings.first_token_s is not None and not answer.done
-                if writing and time.perf_counter() - shown_at < STREAM_UPDATE_S:
-                    continue  # the next piece is a fraction of a second away
-                shown_at = time.perf_counter()
+                writing = answer.timings.first_token_s is not None and answer.timings.draft_s is None and not answer.done
+                if writing:
+                    if time.perf_counter() - shown_at < STREAM_UPDATE_S:
+                        continue  # the next piece is a fraction of a second away
+                    shown_at = time.perf_counter()
                 session.show(answer_message(answer))
                 if answer.done:
                     session.finish(number, self.rag.history_after(history, answer))

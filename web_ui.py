@@ -72,8 +72,9 @@ Messages = list[dict[str, str]]
 
 def ask_endpoint(handlers: Handlers) -> Callable[..., Iterator[tuple[Messages, Messages]]]:
     """The /ask endpoint of Gradio's API, as before the page queued its questions: the chat so far
-    (`turns`) and its plain-text `history` in; the chat, growing as it is written, and the history out.
-    It goes through the same loop as the page (Handlers.answer_all), so it shares its limits."""
+    (`turns`) and its plain-text `history` in; the chat, growing as it is written (at most every
+    web_handlers.STREAM_UPDATE_S), and the history out. It goes through the same loop as the page
+    (Handlers.answer_all), so it shares its limits."""
 
     def ask(
         question: str, turns: Messages, history: Messages, files: list[str] | None, request: gr.Request | None = None

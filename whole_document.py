@@ -206,7 +206,7 @@ def _draft(
             yield answer
     except LLMError as exc:
         failed(exc)
-    answer.timings.summary_s = time.perf_counter() - started
+    answer.timings.summary_s = answer.timings.draft_s = time.perf_counter() - started
     return raw
 
 

@@ -42,8 +42,6 @@ FORBIDDEN: dict[str, set[str]] = {
     "index_records": set(OUR_MODULES) - {"index_records", "doc_types"},
     # The prompt is text and message shapes: any backend or stage may use it without pulling in the others.
     "answer_prompt": set(OUR_MODULES) - {"answer_prompt"},
-    # Every evaluation builds on the throwaway index; it must not need the evaluation back.
-    "throwaway_index": {"evaluation"},
 }
 
 
