@@ -142,9 +142,10 @@ class Handlers:
                 last = session.last_answer = answer
                 writing = answer.timings.first_token_s is not None and answer.timings.draft_s is None and not answer.done
                 if writing:
-                    if time.perf_counter() - shown_at < STREAM_UPDATE_S:
+                    now = time.perf_counter()
+                    if now - shown_at < STREAM_UPDATE_S:
                         continue  # the next piece is a fraction of a second away
-                    shown_at = time.perf_counter()
+                    shown_at = now
                 session.show(answer_message(answer))
                 if answer.done:
                     session.finish(number, self.rag.history_after(history, answer))
@@ -160,11 +161,12 @@ class Handlers:
                 yield update
         finally:
             answers.close()  # ends the model's generation too
-        if last is not None and number == session.chat_number:
+        shown = last is not None and number == session.chat_number
+        if shown:
             session.show(answer_message(last))  # the pieces written since the last redraw
         session.finish(number, None, stopped=True)
         stopped: Update = {a.chat: session.chat()}
-        if last is not None and number == session.chat_number:  # the sources line no longer says the model is reading
+        if shown:  # the sources line no longer says the model is reading
             stopped[a.sources] = sources_html(last, note=STOPPED_SOURCES)
         yield stopped
 
